@@ -1,0 +1,210 @@
+"""Fixtures for the fake GPU kit's tests: a fake host root, holders that are always
+stopped, and a pynvml probe run in a fresh process (LD_LIBRARY_PATH is read at start)."""
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+SIM = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, SIM)
+
+from simlib import fakegpu  # noqa: E402
+
+SIMCTL = os.path.join(SIM, "simctl")
+PY = sys.executable
+
+# Runs under the fake NVML: `snapshot` prints everything pynvml reports as JSON;
+# `wait-idle GPU SECONDS` says "ready", waits for a line on stdin, then polls GPU's
+# v2 used memory every 5 ms until it is 0 and prints the time that took.
+PROBE = r'''
+import json, sys, time
+import pynvml as n
+
+def err(e):
+    return type(e).__name__
+
+def gpu(i):
+    out = {"index": i}
+    try:
+        h = n.nvmlDeviceGetHandleByIndex(i)
+    except n.NVMLError as e:
+        out["error"] = err(e)
+        return out
+    try:
+        out.update(name=n.nvmlDeviceGetName(h), uuid=n.nvmlDeviceGetUUID(h),
+                   nvml_index=n.nvmlDeviceGetIndex(h), bus=n.nvmlDeviceGetPciInfo(h).busId)
+        m = n.nvmlDeviceGetMemoryInfo(h)
+        out["v1"] = {"total": m.total, "free": m.free, "used": m.used}
+        out["procs"] = [[p.pid, p.usedGpuMemory] for p in n.nvmlDeviceGetComputeRunningProcesses(h)]
+        out["graphics"] = len(n.nvmlDeviceGetGraphicsRunningProcesses(h))
+        out["by_uuid"] = n.nvmlDeviceGetIndex(n.nvmlDeviceGetHandleByUUID(out["uuid"]))
+    except n.NVMLError as e:
+        out["error"] = err(e)
+        return out
+    try:
+        m = n.nvmlDeviceGetMemoryInfo(h, version=n.nvmlMemory_v2)
+        out["v2"] = {"total": m.total, "reserved": m.reserved, "free": m.free, "used": m.used}
+    except n.NVMLError as e:
+        out["v2_error"] = err(e)
+    return out
+
+n.nvmlInit()
+if sys.argv[1] == "snapshot":
+    print(json.dumps({"driver": n.nvmlSystemGetDriverVersion(),
+                      "nvml": n.nvmlSystemGetNVMLVersion(),
+                      "gpus": [gpu(i) for i in range(n.nvmlDeviceGetCount())]}))
+elif sys.argv[1] == "wait-idle":
+    h = n.nvmlDeviceGetHandleByIndex(int(sys.argv[2]))
+    deadline = float(sys.argv[3])
+    print("ready", flush=True)
+    sys.stdin.readline()
+    t0 = time.monotonic()
+    polls = 0
+    while time.monotonic() - t0 < deadline:
+        polls += 1
+        if n.nvmlDeviceGetMemoryInfo(h, version=n.nvmlMemory_v2).used == 0:
+            print(json.dumps({"elapsed": time.monotonic() - t0, "polls": polls}))
+            break
+        time.sleep(0.005)
+    else:
+        print(json.dumps({"elapsed": None, "polls": polls}))
+elif sys.argv[1] == "sample":
+    # sample GPU N: read v2 used N times, print the list (for concurrent readers)
+    h = n.nvmlDeviceGetHandleByIndex(int(sys.argv[2]))
+    print(json.dumps([n.nvmlDeviceGetMemoryInfo(h, version=n.nvmlMemory_v2).used
+                      for _ in range(int(sys.argv[3]))]))
+n.nvmlShutdown()
+'''
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture(scope="session")
+def fakenvml_lib(tmp_path_factory):
+    """The fake NVML, compiled once per session through the CLI."""
+    out = tmp_path_factory.mktemp("fakenvml")
+    subprocess.run([PY, SIMCTL, "gpu", "build", str(out)], check=True, capture_output=True)
+    return str(out / fakegpu.LIB_NAME)
+
+
+@pytest.fixture
+def root(tmp_path, fakenvml_lib):
+    """A default fake host: 8 GPUs of 97887 MiB, 615 MiB reserved."""
+    return fakegpu.init(str(tmp_path / "host"), gpus=8, lib=fakenvml_lib)
+
+
+def nvml_env(root, **extra):
+    env = dict(os.environ)
+    env.update(fakegpu.env(root))
+    env.update(extra)
+    return env
+
+
+def probe_snapshot(root, timeout=30):
+    cp = subprocess.run([PY, "-c", PROBE, "snapshot"], env=nvml_env(root),
+                        capture_output=True, text=True, timeout=timeout)
+    assert cp.returncode == 0, cp.stderr
+    return json.loads(cp.stdout)
+
+
+def probe_popen(root, *args, env=None):
+    return subprocess.Popen([PY, "-c", PROBE] + list(args), env=env or nvml_env(root),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def read_line(stream, timeout):
+    """One line from a pipe, or AssertionError after TIMEOUT seconds."""
+    sel = selectors.DefaultSelector()
+    sel.register(stream, selectors.EVENT_READ)
+    try:
+        assert sel.select(timeout), "no line within %.1fs" % timeout
+        return stream.readline()
+    finally:
+        sel.close()
+
+
+def starttime(pid):
+    return fakegpu._proc_starttime(pid)
+
+
+def proc_state(pid):
+    """'R', 'S', 'Z', ... or None once the PID is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            data = f.read()
+    except OSError:
+        return None
+    return data[data.rindex(")") + 2]
+
+
+def wait_until(cond, timeout, step=0.005):
+    """Poll COND until true; returns seconds taken, or fails at the deadline."""
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < timeout, "condition not met within %.1fs" % timeout
+        time.sleep(step)
+    return time.monotonic() - t0
+
+
+class Procs:
+    """Processes a test started; all are SIGKILLed (by PID, if still the same process)
+    and, when they are our children, reaped at teardown."""
+
+    def __init__(self):
+        self.items = []  # (pid, starttime, Popen or None)
+
+    def add(self, pid, popen=None):
+        self.items.append((pid, starttime(pid), popen))
+        return pid
+
+    def popen(self, cmd, **kw):
+        p = subprocess.Popen(cmd, **kw)
+        self.add(p.pid, p)
+        return p
+
+    def hold(self, root, gpus, mib, *extra):
+        """`simctl gpu hold --detach`; returns the holder's PID."""
+        cp = subprocess.run([PY, SIMCTL, "gpu", "hold", root, "--gpu",
+                             ",".join(str(g) for g in gpus), "--mib", str(mib), "--detach"]
+                            + list(extra), capture_output=True, text=True, timeout=60)
+        assert cp.returncode == 0, cp.stderr
+        return self.add(int(cp.stdout.strip()))
+
+    def hold_foreground(self, root, gpus, mib, *extra):
+        """`simctl gpu hold` as our child; returns the Popen once memory is held."""
+        p = self.popen([PY, SIMCTL, "gpu", "hold", root, "--gpu",
+                        ",".join(str(g) for g in gpus), "--mib", str(mib)] + list(extra),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert int(read_line(p.stdout, 60)) == p.pid
+        return p
+
+    def stop_all(self):
+        for pid, st, popen in reversed(self.items):
+            if st is not None and starttime(pid) == st:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if popen is not None:
+                popen.wait(timeout=30)
+                for stream in (popen.stdin, popen.stdout, popen.stderr):
+                    if stream:
+                        stream.close()
+
+
+@pytest.fixture
+def procs():
+    p = Procs()
+    yield p
+    p.stop_all()
+
+
+def gone(pid):
+    """Gone as the driver sees it: exited, or a zombie (its files are closed)."""
+    return proc_state(pid) in (None, "Z")

@@ -1,0 +1,147 @@
+"""`simctl gpu ...`: make fake GPU hosts, hold their memory, read their state.
+
+  build OUTDIR                       compile the fake NVML into OUTDIR/libnvidia-ml.so.1
+  init ROOT --gpus N [--name NAME] [--memory-mib M] [--reserved-mib R]
+                [--driver-version V] [--release-delay-ms D]
+  env ROOT                           export lines for LD_LIBRARY_PATH, FAKE_NVML_ROOT,
+                                     GPUFLEET_NVIDIA_DEVICES
+  hold ROOT --gpu 0[,1..] --mib M [--title T] [--ignore-term] [--exit-delay S] [--detach]
+  status ROOT                        JSON per GPU
+  fault ROOT hang|lost N|no_v2 [--clear]
+"""
+import argparse
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+from simlib import fakegpu
+
+SIMCTL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "simctl")
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="simctl gpu", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("build")
+    s.add_argument("outdir")
+
+    s = sub.add_parser("init")
+    s.add_argument("root")
+    s.add_argument("--gpus", type=int, default=8)
+    s.add_argument("--name", default=fakegpu.DEFAULT_NAME)
+    s.add_argument("--memory-mib", type=int, default=fakegpu.DEFAULT_MEMORY_MIB)
+    s.add_argument("--reserved-mib", type=int, default=fakegpu.DEFAULT_RESERVED_MIB)
+    s.add_argument("--driver-version", default=fakegpu.DEFAULT_DRIVER)
+    s.add_argument("--release-delay-ms", type=int, default=fakegpu.DEFAULT_RELEASE_DELAY_MS)
+
+    s = sub.add_parser("env")
+    s.add_argument("root")
+
+    s = sub.add_parser("hold")
+    s.add_argument("root")
+    s.add_argument("--gpu", required=True, help="comma-separated indices")
+    s.add_argument("--mib", type=int, required=True)
+    s.add_argument("--title", help="the command line the process shows (setproctitle)")
+    s.add_argument("--ignore-term", action="store_true")
+    s.add_argument("--exit-delay", type=float, default=0.0,
+                   help="seconds between SIGTERM and exit")
+    s.add_argument("--detach", action="store_true")
+    s.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # detached child's report pipe
+
+    s = sub.add_parser("status")
+    s.add_argument("root")
+
+    s = sub.add_parser("fault")
+    s.add_argument("root")
+    s.add_argument("kind", choices=fakegpu.FAULTS)
+    s.add_argument("gpu", nargs="?", type=int, help="GPU index, for 'lost'")
+    s.add_argument("--clear", action="store_true")
+    return p
+
+
+def _gpus(text):
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _detach(args):
+    """Start the holder in its own session and return its PID once it holds memory."""
+    rfd, wfd = os.pipe()
+    cmd = [sys.executable, SIMCTL, "gpu", "hold", args.root, "--gpu", args.gpu,
+           "--mib", str(args.mib), "--exit-delay", str(args.exit_delay), "--ready-fd", str(wfd)]
+    if args.title:
+        cmd += ["--title", args.title]
+    if args.ignore_term:
+        cmd.append("--ignore-term")
+    # stdio to /dev/null: a holder must not keep a caller's capture pipes open.
+    proc = subprocess.Popen(cmd, pass_fds=(wfd,), start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    os.close(wfd)
+    with os.fdopen(rfd) as r:
+        report = r.read()
+    if report.startswith("ok"):
+        print(proc.pid, flush=True)
+        return 0
+    proc.wait()
+    sys.stderr.write("simctl gpu hold: %s\n" % (report.strip() or "holder exited (rc %s)" % proc.returncode))
+    return 1
+
+
+def _hold(args):
+    report = os.fdopen(args.ready_fd, "w") if args.ready_fd is not None else None
+    if args.title:
+        import setproctitle
+        setproctitle.setproctitle(args.title)
+    if args.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    elif args.exit_delay > 0:
+        def slow_exit(signum, frame):
+            # A slow shutdown (a draining server): the memory stays until the exit.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(args.exit_delay)
+            os._exit(0)
+        signal.signal(signal.SIGTERM, slow_exit)
+    try:
+        fakegpu.hold(args.root, _gpus(args.gpu), args.mib)
+    except (fakegpu.OutOfMemory, ValueError, OSError) as exc:
+        if report:
+            report.write("error %s\n" % exc)
+            report.close()
+        sys.stderr.write("simctl gpu hold: %s\n" % exc)
+        return 1
+    if report:
+        report.write("ok %d\n" % os.getpid())
+        report.close()
+    else:
+        print(os.getpid(), flush=True)
+    while True:
+        signal.pause()
+
+
+def main(argv):
+    args = _parser().parse_args(argv)
+    if args.cmd == "build":
+        print(fakegpu.build(args.outdir))
+    elif args.cmd == "init":
+        fakegpu.init(args.root, gpus=args.gpus, name=args.name, memory_mib=args.memory_mib,
+                     reserved_mib=args.reserved_mib, driver_version=args.driver_version,
+                     release_delay_ms=args.release_delay_ms)
+    elif args.cmd == "env":
+        for key, value in fakegpu.env(args.root).items():
+            print("export %s=%s" % (key, shlex.quote(value)))
+    elif args.cmd == "hold":
+        return _detach(args) if args.detach else _hold(args)
+    elif args.cmd == "status":
+        print(json.dumps(fakegpu.read_status(args.root), indent=2))
+    elif args.cmd == "fault":
+        if args.kind == "lost" and args.gpu is None:
+            sys.stderr.write("simctl gpu fault: 'lost' needs a GPU index\n")
+            return 2
+        print(fakegpu.set_fault(args.root, args.kind, args.gpu, clear=args.clear))
+    return 0
