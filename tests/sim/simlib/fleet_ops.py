@@ -148,11 +148,13 @@ def status(fleet_dir):
         state = host.load_state() or {}
         pid, start = state.get("init_pid"), state.get("init_start")
         alive = bool(pid) and fleet_proc.is_alive(pid, start)
+        # Count before probing sshd: the probe's connection adds an sshd child.
+        count = len(fleet_proc.pids_in_ns(state["pid_ns"])) if alive else 0
         rows.append({
             "name": host.name, "address": host.address, "port": host.port,
             "init_pid": pid, "alive": alive,
             "sshd": alive and host.sshd_answers(),
-            "processes": len(fleet_proc.pids_in_ns(state["pid_ns"])) if alive else 0,
+            "processes": count,
             "gpu_root": host.gpu_root,
         })
     return rows
