@@ -1,0 +1,228 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Start-up phases and failure causes read from an SGLang or vLLM server log.
+
+No Ansible imports: the rules are plain regular expressions over log lines,
+so unit tests can feed them real lines copied from public logs.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import os
+import re
+
+# Phases in start-up order. Both servers load weights, size the KV cache and
+# capture CUDA graphs before the HTTP server listens (connection refused until then).
+PHASES = (
+    "init",
+    "loading_weights",
+    "weights_loaded",
+    "kv_cache",
+    "cuda_graph",
+    "cuda_graph_done",
+    "engine_ready",
+    "http_server",
+    "warmup",
+    "ready",
+)
+
+# (flavor or None for both, phase, pattern). First matching rule wins.
+_PHASE_RULES = (
+    # SGLang (python/sglang/srt/model_executor/model_runner.py, http_server.py)
+    ("sglang", "init", re.compile(r"Init torch distributed begin")),
+    ("sglang", "loading_weights", re.compile(r"Load weight begin")),
+    ("sglang", "weights_loaded", re.compile(r"Load weight end")),
+    ("sglang", "kv_cache", re.compile(r"KV Cache is allocated")),
+    ("sglang", "cuda_graph", re.compile(r"Capture cuda graph begin")),
+    ("sglang", "cuda_graph_done", re.compile(r"Capture cuda graph end")),
+    ("sglang", "ready", re.compile(r"The server is fired up and ready to roll")),
+    # vLLM (v0 and v1 engines)
+    ("vllm", "init", re.compile(r"Initializing an? (?:V1 )?LLM engine")),
+    ("vllm", "loading_weights", re.compile(r"Starting to load model")),
+    ("vllm", "weights_loaded", re.compile(r"Loading (?:model )?weights took|Model loading took")),
+    ("vllm", "kv_cache", re.compile(r"GPU KV cache size:|# GPU blocks:|# cuda blocks:")),
+    ("vllm", "cuda_graph", re.compile(r"Capturing (?:CUDA graph|cudagraphs|the model for CUDA graphs)")),
+    ("vllm", "cuda_graph_done", re.compile(r"Graph capturing finished")),
+    ("vllm", "engine_ready", re.compile(r"init engine \(profile, create kv cache, warmup model\) took")),
+    ("vllm", "http_server", re.compile(r"Starting vLLM API server")),
+    # vLLM's engine is warm before uvicorn starts: startup complete means /health answers.
+    ("vllm", "ready", re.compile(r"Application startup complete")),
+    # uvicorn, used by both
+    (None, "http_server", re.compile(r"Uvicorn running on")),
+    # SGLang's warm-up thread asks /model_info (old: /get_model_info) then POSTs /generate.
+    ("sglang", "warmup", re.compile(r'"(?:GET /(?:get_)?model_info|POST /generate) HTTP')),
+)
+
+# Strong markers that tell which server wrote the log (first one seen decides).
+_FLAVOR_MARKERS = (
+    ("sglang", re.compile(r"Load weight begin|ServerArgs\(|ready to roll|sglang[:./]|\[\d{4}-\d\d-\d\d [\d:]+ (?:DP\d+ )?TP\d+\]")),
+    ("vllm", re.compile(r"vLLM|\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorkerProcess) pid=\d+\)|vllm[./]")),
+)
+
+# Failure causes, most specific first: an OOM often ends in a later warm-up error.
+CAUSES = (
+    ("oom", "out of GPU memory", re.compile(
+        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|Not enough memory"
+        r"|No available memory for the cache blocks|larger than the available KV cache memory")),
+    ("address_in_use", "address already in use (port taken: an old server may still hold it)", re.compile(
+        r"address already in use|Errno 98\b|EADDRINUSE", re.IGNORECASE)),
+    ("bad_argument", "bad command-line argument", re.compile(
+        r"^[\w./-]+(?: [\w./-]+)?: error: ")),  # argparse: "prog: error: msg"
+    ("warmup_error", "warm-up request failed", re.compile(r"Initialization failed\. warmup error")),
+)
+_CAUSE_TEXT = dict((kind, text) for kind, text, _ in CAUSES)
+
+# SGLang: "[2025-12-23 14:18:01 TP0] ..."; vLLM: "INFO 05-06 20:59:57 [file.py:1] ..."
+_TS_SGLANG = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
+_TS_VLLM = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)\b")
+
+MAX_LINE = 400  # a returned line is cut here (tqdm bars can be very long)
+
+
+def clean_line(raw):
+    """Last carriage-return segment (what a terminal shows), stripped and cut."""
+    text = raw.rstrip("\r\n").split("\r")[-1].rstrip()
+    if not text:
+        text = raw.strip()
+    return text[:MAX_LINE]
+
+
+def detect_flavor(line):
+    for flavor, pattern in _FLAVOR_MARKERS:
+        if pattern.search(line):
+            return flavor
+    return None
+
+
+def match_phase(line, flavor=None):
+    """Phase a line announces, or None. flavor None accepts both servers' rules."""
+    for rule_flavor, phase, pattern in _PHASE_RULES:
+        if rule_flavor and flavor and rule_flavor != flavor:
+            continue
+        if pattern.search(line):
+            # uvicorn's "Application startup complete" also appears in SGLang logs,
+            # where it only means the HTTP server is up.
+            if phase == "ready" and rule_flavor == "vllm" and flavor is None:
+                return "http_server"
+            return phase
+    return None
+
+
+def match_cause(line):
+    for kind, _text, pattern in CAUSES:
+        if pattern.search(line):
+            return kind
+    return None
+
+
+def parse_timestamp(line):
+    """datetime of a log line's own timestamp, or None."""
+    found = _TS_SGLANG.search(line)
+    if found:
+        return datetime.datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S")
+    found = _TS_VLLM.search(line)
+    if found:
+        # vLLM omits the year; any fixed leap year keeps offsets right (but across New Year).
+        return datetime.datetime.strptime("2000-" + found.group(1), "%Y-%m-%d %H:%M:%S")
+    return None
+
+
+def diagnose(causes, exit_code=None):
+    """One cause from the first log line of each kind seen and the exit code.
+
+    causes: dict kind -> line. Returns {kind, message, line, exit_code}.
+    """
+    for kind, text, _ in CAUSES:
+        if kind in causes:
+            return {"kind": kind, "message": text, "line": causes[kind], "exit_code": exit_code}
+    if exit_code == 2:
+        # argparse exits with 2; the message may have gone to a stream not in the log.
+        return {"kind": "bad_argument", "message": _CAUSE_TEXT["bad_argument"] + " (exit code 2)",
+                "line": None, "exit_code": exit_code}
+    if exit_code is None:
+        message = "exited (exit code unknown)"
+    elif exit_code < 0:
+        message = "killed by signal %d" % -exit_code
+    else:
+        message = "exited with code %d" % exit_code
+    return {"kind": "exited", "message": message, "line": None, "exit_code": exit_code}
+
+
+class LogState(object):
+    """What the log said so far: flavor, first line of each phase and cause, last lines."""
+
+    def __init__(self, flavor=None, tail_lines=30):
+        self.flavor = flavor
+        self.phases = []  # dicts: name, at, line, log_offset
+        self.causes = {}
+        self.tail = collections.deque(maxlen=max(tail_lines, 1))
+        self._seen = set()
+        self._first_ts = None
+
+    @property
+    def phase(self):
+        """Latest phase by start-up order (lines of TP ranks interleave)."""
+        if not self.phases:
+            return None
+        return max(self.phases, key=lambda p: PHASES.index(p["name"]))["name"]
+
+    def feed(self, raw, at):
+        """Take one log line seen `at` seconds after the wait began; return a new phase dict or None."""
+        line = clean_line(raw)
+        if not line:
+            return None
+        self.tail.append(line)
+        stamp = parse_timestamp(line)
+        if stamp is not None and self._first_ts is None:
+            self._first_ts = stamp
+        if self.flavor is None:
+            self.flavor = detect_flavor(line)
+        cause = match_cause(line)
+        if cause and cause not in self.causes:
+            self.causes[cause] = line
+        name = match_phase(line, self.flavor)
+        if not name or name in self._seen:
+            return None
+        self._seen.add(name)
+        offset = None
+        if stamp is not None:
+            offset = (stamp - self._first_ts).total_seconds()
+        entry = {"name": name, "at": round(at, 3), "line": line, "log_offset": offset}
+        self.phases.append(entry)
+        return entry
+
+
+class LogFollower(object):
+    """Reads a growing log file from where it left off; survives truncation and late creation."""
+
+    def __init__(self, path):
+        self.path = path
+        self._pos = 0
+        self._partial = b""
+        self._inode = None
+
+    def read_lines(self, final=False):
+        """New complete lines (str). final=True also returns a last unterminated line."""
+        try:
+            handle = open(self.path, "rb")
+        except (IOError, OSError):
+            return []
+        with handle:
+            stat = os.fstat(handle.fileno())
+            if self._inode != stat.st_ino or stat.st_size < self._pos:
+                # New or truncated file: start over (a relaunch rewrote the log).
+                self._inode, self._pos, self._partial = stat.st_ino, 0, b""
+            handle.seek(self._pos)
+            data = handle.read()
+            self._pos += len(data)
+        data = self._partial + data
+        parts = data.split(b"\n")
+        self._partial = parts.pop()
+        if final and self._partial:
+            parts.append(self._partial)
+            self._partial = b""
+        return [p.decode("utf-8", "replace") for p in parts]

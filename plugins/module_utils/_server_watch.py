@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Is the server process still alive? By PID, pidfile or systemd unit.
+
+Reads /proc directly (Linux, no psutil needed on the host). A PID is tied to its
+start time, so a reused PID is not mistaken for the server. A zombie counts as dead
+and still tells its exit status (/proc/PID/stat field 52).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+
+class ProcState(object):
+    """alive: True, False, or None (not known yet, e.g. the pidfile is not written yet)."""
+
+    def __init__(self, alive, pid=None, exit_code=None, detail=""):
+        self.alive = alive
+        self.pid = pid
+        self.exit_code = exit_code
+        self.detail = detail
+
+    def as_dict(self):
+        return {"alive": self.alive, "pid": self.pid, "exit_code": self.exit_code, "detail": self.detail}
+
+
+def decode_wait_status(status):
+    """Exit code, or minus the signal number, from a raw wait status."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    return None
+
+
+def read_proc_stat(pid, proc="/proc"):
+    """(state, start_time, exit_code or None) of a PID, or None if there is no such process."""
+    try:
+        with open("%s/%d/stat" % (proc, pid)) as handle:
+            text = handle.read()
+    except (IOError, OSError):
+        return None
+    # comm (field 2) is in parentheses and may hold spaces: split after the last ')'.
+    rest = text[text.rindex(")") + 2:].split()
+    state, start_time = rest[0], int(rest[19])
+    exit_code = None
+    if len(rest) > 49 and state in ("Z", "X"):
+        exit_code = decode_wait_status(int(rest[49]))
+    return state, start_time, exit_code
+
+
+class PidWatch(object):
+    """Watches one PID, or the PID a pidfile names (re-read each poll: a relaunch may rewrite it)."""
+
+    def __init__(self, pid=None, pidfile=None, proc="/proc"):
+        self.pid = pid
+        self.pidfile = pidfile
+        self.proc = proc
+        self._start_time = None
+
+    def _pid_from_file(self):
+        try:
+            with open(self.pidfile) as handle:
+                text = handle.read().strip()
+        except (IOError, OSError):
+            return None
+        return int(text) if text.isdigit() else None
+
+    def poll(self):
+        if self.pidfile:
+            named = self._pid_from_file()
+            if named is None and self.pid is None:
+                return ProcState(None, detail="pidfile %s not written yet" % self.pidfile)
+            if named is not None and named != self.pid:
+                self.pid, self._start_time = named, None
+        stat = read_proc_stat(self.pid, self.proc)
+        if stat is None:
+            return ProcState(False, self.pid, detail="process %d is gone" % self.pid)
+        state, start_time, exit_code = stat
+        if self._start_time is None:
+            self._start_time = start_time
+        elif start_time != self._start_time:
+            return ProcState(False, self.pid, detail="process %d is gone (PID reused)" % self.pid)
+        if state in ("Z", "X"):
+            return ProcState(False, self.pid, exit_code, "process %d has exited (zombie)" % self.pid)
+        return ProcState(True, self.pid)
+
+
+def parse_systemctl_show(text):
+    values = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return values
+
+
+class SystemdWatch(object):
+    """Watches a unit through `systemctl show` (ActiveState, MainPID, exit status)."""
+
+    PROPS = ("MainPID", "ActiveState", "SubState", "ExecMainCode", "ExecMainStatus")
+
+    def __init__(self, unit, systemctl="systemctl", runner=None):
+        self.unit = unit
+        self.command = [systemctl, "show", unit] + ["--property=%s" % p for p in self.PROPS]
+        self.runner = runner or self._run
+
+    @staticmethod
+    def _run(command):
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=5, check=False)
+        if proc.returncode != 0:
+            raise OSError("%s failed: %s" % (" ".join(command), proc.stderr.strip()))
+        return proc.stdout
+
+    def poll(self):
+        values = parse_systemctl_show(self.runner(self.command))
+        active, sub = values.get("ActiveState", ""), values.get("SubState", "")
+        pid = int(values.get("MainPID") or 0) or None
+        # auto-restart: the main process died and systemd waits to start it again.
+        if active in ("failed", "inactive") or sub == "auto-restart":
+            exit_code = None
+            status, how = values.get("ExecMainStatus", ""), values.get("ExecMainCode", "")
+            if status.isdigit():
+                # ExecMainCode 1 = exited (status is the code); 2/3 = killed/dumped (status is the signal).
+                if how == "1":
+                    exit_code = int(status)
+                elif how in ("2", "3"):
+                    exit_code = -int(status)
+            return ProcState(False, pid, exit_code, "unit %s is %s/%s" % (self.unit, active, sub))
+        return ProcState(True, pid, detail="unit %s is %s/%s" % (self.unit, active, sub))
+
+
+class NoWatch(object):
+    def poll(self):
+        return ProcState(None)
+
+
+def make_watch(pid=None, pidfile=None, systemd_unit=None, systemctl="systemctl"):
+    if systemd_unit:
+        return SystemdWatch(systemd_unit, systemctl)
+    if pid or pidfile:
+        return PidWatch(pid=pid, pidfile=pidfile)
+    return NoWatch()
