@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Which server this is, and its speculative acceptance length for one level only.
+
+Server-wide counters include every request the server ever served, so the
+acceptance of a level is computed from counter deltas taken around it:
+
+- SGLang (--enable-metrics): d(sglang:generation_tokens_total) /
+  d(sglang:spec_verify_calls_total), the tokens each verify step produced,
+  the same quantity as completion_tokens / meta_info.spec_verify_ct.
+- SGLang without metrics: /server_info internal_states[0].avg_spec_accept_length
+  read after the level (the server's own recent average; source says so).
+- vLLM: 1 + d(vllm:spec_decode_num_accepted_tokens) / d(vllm:spec_decode_num_drafts).
+
+None when no speculative step ran during the level.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+
+
+class Probe(object):
+    """Small synchronous GETs against the server, outside the timed levels."""
+
+    def __init__(self, base_url, api_key=None, validate_certs=True, timeout=10.0):
+        base = base_url.rstrip("/")
+        self.base = base[:-3] if base.endswith("/v1") else base
+        self.headers = {"User-Agent": "gpufleet.serving.llm_benchmark"}
+        if api_key:
+            self.headers["Authorization"] = "Bearer %s" % api_key
+        self.timeout = timeout
+        self.context = None
+        if self.base.startswith("https") and not validate_certs:
+            self.context = ssl.create_default_context()
+            self.context.check_hostname = False
+            self.context.verify_mode = ssl.CERT_NONE
+
+    def get(self, path):
+        """(status, body text); status None when nothing answered."""
+        req = urllib.request.Request(self.base + path, headers=self.headers)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self.context) as resp:
+                return resp.status, resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as exc:
+            return exc.code, ""
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            return None, str(exc)
+
+    def get_json(self, path):
+        status, body = self.get(path)
+        if status != 200:
+            return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            return None
+
+
+def parse_prometheus(text):
+    """{metric name: sum over its label sets} from Prometheus text format.
+
+    Counters are summed across labels (SGLang labels by model and, in some
+    versions, by rank). `_created` samples are timestamps, not counts: dropped.
+    """
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "{" in line:
+            name = line[:line.index("{")]
+            rest = line[_label_end(line) + 1:]
+        else:
+            name, _, rest = line.partition(" ")
+        fields = rest.split()
+        if not fields or name.endswith("_created"):
+            continue
+        try:
+            value = float(fields[0])
+        except ValueError:
+            continue
+        out[name] = out.get(name, 0.0) + value
+    return out
+
+
+def _label_end(line):
+    """Index of the '}' closing the label set, skipping quoted values."""
+    quoted = False
+    i = line.index("{") + 1
+    while i < len(line):
+        c = line[i]
+        if quoted and c == "\\":
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c == "}" and not quoted:
+            return i
+        i += 1
+    raise ValueError("unterminated label set")
+
+
+def counter(metrics, name):
+    """A counter by its base name, with or without the `_total` suffix."""
+    if name + "_total" in metrics:
+        return metrics[name + "_total"]
+    return metrics.get(name)
+
+
+SGLANG_TOKENS = "sglang:generation_tokens"
+SGLANG_VERIFY = "sglang:spec_verify_calls"
+VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
+VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+
+
+def detect_flavor(models_json, metrics_text, server_info):
+    """'sglang', 'vllm' or 'unknown', from what the server already answered."""
+    for card in (models_json or {}).get("data") or []:
+        owner = str(card.get("owned_by", "")).lower()
+        if owner in ("sglang", "vllm"):
+            return owner
+    if metrics_text:
+        if "sglang:" in metrics_text:
+            return "sglang"
+        if "vllm:" in metrics_text:
+            return "vllm"
+    if isinstance(server_info, dict) and ("internal_states" in server_info or "tp_size" in server_info):
+        return "sglang"
+    return "unknown"
+
+
+class AcceptanceMeter(object):
+    """snapshot() before a level, measure() after it."""
+
+    def __init__(self, probe, flavor):
+        self.probe = probe
+        self.flavor = flavor
+
+    def _metrics(self):
+        status, body = self.probe.get("/metrics")
+        return parse_prometheus(body) if status == 200 else None
+
+    def snapshot(self):
+        if self.flavor not in ("sglang", "vllm"):
+            return None
+        return self._metrics()
+
+    def measure(self, before):
+        """(accept length or None, source or None) for the span since `before`."""
+        if self.flavor not in ("sglang", "vllm"):
+            return None, None
+        after = self._metrics() if before is not None else None
+        if self.flavor == "vllm":
+            return vllm_acceptance(before, after)
+        length, source = sglang_acceptance(before, after)
+        if source is None:  # no usable counters: ask the server itself
+            return sglang_server_info_acceptance(self._server_info())
+        return length, source
+
+    def _server_info(self):
+        return self.probe.get_json("/server_info") or self.probe.get_json("/get_server_info")
+
+
+def _delta(before, after, name):
+    if before is None or after is None:
+        return None
+    a, b = counter(after, name), counter(before, name)
+    if a is None or b is None:
+        return None
+    return a - b
+
+
+def sglang_acceptance(before, after):
+    verify = _delta(before, after, SGLANG_VERIFY)
+    tokens = _delta(before, after, SGLANG_TOKENS)
+    if verify is None or tokens is None:
+        return None, None
+    if verify <= 0:
+        return None, "metrics"  # counters exist, no speculative step ran: not speculative
+    return round(tokens / verify, 3), "metrics"
+
+
+def vllm_acceptance(before, after):
+    drafts = _delta(before, after, VLLM_DRAFTS)
+    accepted = _delta(before, after, VLLM_ACCEPTED)
+    if drafts is None or accepted is None:
+        return None, None
+    if drafts <= 0:
+        return None, "metrics"
+    return round(1.0 + accepted / drafts, 3), "metrics"
+
+
+def sglang_server_info_acceptance(info):
+    if not isinstance(info, dict):
+        return None, None
+    if "speculative_algorithm" in info and not info.get("speculative_algorithm"):
+        return None, "server_info"
+    states = info.get("internal_states") or []
+    value = states[0].get("avg_spec_accept_length") if states and isinstance(states[0], dict) else None
+    if value is None:
+        return None, None
+    return round(float(value), 3), "server_info"
+

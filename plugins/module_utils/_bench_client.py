@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""One streaming OpenAI-compatible request: its body, and what it measured.
+
+Token counts are the server's own (`usage.completion_tokens`), never a
+re-tokenization. With `continuous_usage_stats` (SGLang and vLLM both honour
+it) every chunk carries the running count, so a chunk's token count is the
+difference from the previous content chunk's count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http import Handler, open_connection
+
+# Token ids for random completions prompts: below every common tokenizer's
+# special-token range (Llama 3, Qwen, Kimi, DeepSeek put them at the top) and
+# above the byte/control ids some tokenizers keep at the bottom.
+_TOKEN_LOW, _TOKEN_HIGH = 1000, 30000
+_WORDS = (
+    "time year people way day man thing woman life child world school state family "
+    "student group country problem hand part place case week company system program "
+    "question work government number night point home water room mother area money "
+    "story fact month lot right study book eye job word business issue side kind head "
+    "house service friend father power hour game line end member law car city name"
+).split()
+
+
+def request_body(api, model, input_len, output_len, seed, temperature):
+    """JSON bytes of one streaming request with a prompt unique to `seed`.
+
+    completions: a list of `input_len` random token ids (exact length, no
+    tokenizer needed). chat: `input_len` random common words (about one token
+    each; the server's usage.prompt_tokens is reported as measured).
+    """
+    rng = random.Random(seed)
+    body = {
+        "model": model,
+        "max_tokens": output_len,
+        "temperature": temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "ignore_eos": True,
+    }
+    if api == "chat":
+        words = " ".join(rng.choice(_WORDS) for _ in range(max(input_len - 1, 1)))
+        body["messages"] = [{"role": "user", "content": "%d %s" % (seed, words)}]
+    else:
+        body["prompt"] = [rng.randrange(_TOKEN_LOW, _TOKEN_HIGH) for _ in range(input_len)]
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
+
+
+class Record(Handler):
+    """What one request measured. Times are perf_counter seconds."""
+
+    __slots__ = (
+        "start", "first", "end", "status", "error", "done", "finish_reason",
+        "completion_tokens", "prompt_tokens", "chunk_times", "chunk_cum", "_cum", "_err",
+    )
+
+    def __init__(self):
+        self.start = None
+        self.first = None        # arrival of the first non-empty content chunk
+        self.end = None
+        self.status = None
+        self.error = None
+        self.done = False        # saw data: [DONE]
+        self.finish_reason = None
+        self.completion_tokens = None
+        self.prompt_tokens = None
+        self.chunk_times = []    # arrival of every non-empty content chunk
+        self.chunk_cum = []      # running completion_tokens in that chunk, or None
+        self._cum = None
+        self._err = b""
+
+    # Handler ---------------------------------------------------------------
+    def on_status(self, status, headers, now):
+        self.status = status
+
+    def on_error_body(self, data):
+        self._err += data
+
+    def on_event(self, data, now):
+        if data == b"[DONE]":
+            self.done = True
+            self.end = now
+            return
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            self.error = self.error or "unparsable stream event: %r" % data[:120]
+            return
+        if not isinstance(obj, dict):
+            return
+        if obj.get("error") and not obj.get("choices"):
+            err = obj["error"]
+            self.error = "stream error: %s" % (err.get("message", err) if isinstance(err, dict) else err)
+            return
+        usage = obj.get("usage")
+        if usage:
+            if usage.get("completion_tokens") is not None:
+                self._cum = self.completion_tokens = usage["completion_tokens"]
+            if usage.get("prompt_tokens") is not None:
+                self.prompt_tokens = usage["prompt_tokens"]
+        choices = obj.get("choices")
+        if not choices:
+            return
+        choice = choices[0]
+        delta = choice.get("delta")
+        if delta is not None:  # chat; a thinking model's reasoning text is output too
+            text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+        else:
+            text = choice.get("text")
+        if text:
+            if self.first is None:
+                self.first = now
+            self.chunk_times.append(now)
+            self.chunk_cum.append(self._cum if usage else None)
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+
+    def on_end(self, now):
+        if self.end is None or not self.done:
+            self.end = now
+        if self.status != 200 and self.error is None:
+            body = self._err.decode("utf-8", "replace").strip().replace("\n", " ")
+            self.error = "HTTP %s: %s" % (self.status, body[:300])
+
+    # results ---------------------------------------------------------------
+    @property
+    def ok(self):
+        return self.error is None and self.status == 200 and bool(self.chunk_times)
+
+    @property
+    def tokens(self):
+        """Output tokens: the server's usage count; chunk count only if it sent none."""
+        if self.completion_tokens is not None:
+            return self.completion_tokens
+        return len(self.chunk_times)
+
+    @property
+    def usage_reported(self):
+        return self.completion_tokens is not None
+
+    def chunk_tokens(self):
+        """(tokens per content chunk, 'usage'|'average').
+
+        'usage': differences of the running usage count, when every content
+        chunk carried one and each difference is positive (a speculative server
+        sends several tokens per chunk). Otherwise 'average': the request's
+        tokens spread evenly over its content chunks.
+        """
+        cums = self.chunk_cum
+        if cums and all(c is not None for c in cums):
+            prev = 0
+            out = []
+            for c in cums:
+                if c - prev <= 0:
+                    break
+                out.append(c - prev)
+                prev = c
+            else:
+                return out, "usage"
+        n = len(self.chunk_times)
+        return ([float(self.tokens) / n] * n if n else []), "average"
+
+
+async def run_request(state, target, request_bytes, timeout):
+    """Send one request on the worker's connection (reopened when needed).
+
+    state: a one-item list holding the worker's StreamProtocol (or None), so the
+    connection persists across the worker's requests.
+    """
+    rec = Record()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    rec.start = time.perf_counter()
+    proto = state[0]
+    try:
+        if proto is None or not proto.reusable:
+            if proto is not None:
+                proto.abort()
+            proto = state[0] = await open_connection(target, timeout)
+            rec.start = time.perf_counter()  # connection set-up is not the server's latency
+        fut = proto.send(request_bytes, rec)
+        # One timer per request (not per read) keeps the per-chunk cost nil.
+        timer = loop.call_at(deadline, proto.abort)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+        if rec.status == 200 and rec.error is None and not rec.chunk_times:
+            rec.error = "no output: the stream carried no content"
+    except (OSError, asyncio.TimeoutError, ValueError) as exc:
+        if proto is not None:
+            proto.abort()
+        state[0] = None
+        if loop.time() >= deadline:
+            rec.error = "timeout after %gs" % timeout
+        else:
+            rec.error = "%s: %s" % (type(exc).__name__, exc)
+        rec.end = time.perf_counter()
+    return rec

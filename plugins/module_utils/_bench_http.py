@@ -1,0 +1,252 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A lean asyncio HTTP/1.1 client connection for streaming (SSE) load.
+
+One persistent keep-alive connection per load worker. Parsing happens in
+data_received, so each chunk is timestamped when the event loop first sees
+its bytes, with no coroutine switch per chunk: that keeps one client core
+far above the server's rate (see bench/client_ceiling.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from urllib.parse import urlsplit
+
+_MAX_HEADER = 64 * 1024
+_MAX_ERROR_BODY = 2048
+
+
+class Target(object):
+    """Where requests go: parsed once from base_url."""
+
+    def __init__(self, base_url, api_key=None, ssl_context=None):
+        parts = urlsplit(base_url.rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("base_url must be http(s)://host[:port][/prefix], got %r" % base_url)
+        self.scheme = parts.scheme
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.prefix = parts.path.rstrip("/")
+        # A base_url ending in /v1 is common; endpoint paths below add /v1 themselves.
+        if self.prefix.endswith("/v1"):
+            self.prefix = self.prefix[:-3]
+        self.ssl = ssl_context if self.scheme == "https" else None
+        hostport = self.host if parts.port is None else "%s:%d" % (self.host, self.port)
+        self.base_headers = "Host: %s\r\nUser-Agent: gpufleet.serving.llm_benchmark\r\n" % hostport
+        if api_key:
+            self.base_headers += "Authorization: Bearer %s\r\n" % api_key
+
+    def post_bytes(self, path, body):
+        """The complete request bytes for a streaming POST of a JSON body."""
+        head = (
+            "POST %s%s HTTP/1.1\r\n%sContent-Type: application/json\r\n"
+            "Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n"
+            % (self.prefix, path, self.base_headers, len(body))
+        )
+        return head.encode("latin-1") + body
+
+
+class Handler(object):
+    """What a response is fed to; the load client subclasses it."""
+
+    def on_status(self, status, headers, now):
+        pass
+
+    def on_event(self, data, now):
+        """One SSE `data:` payload (bytes, stripped)."""
+
+    def on_error_body(self, data):
+        pass
+
+    def on_end(self, now):
+        pass
+
+
+class StreamProtocol(asyncio.Protocol):
+    """One connection; one request in flight at a time (HTTP/1.1 without pipelining)."""
+
+    def __init__(self):
+        self.transport = None
+        self.closed = False
+        self._reset(None, None)
+
+    def _reset(self, handler, future):
+        self.handler = handler
+        self.future = future
+        self.buf = b""
+        self.state = "head"
+        self.remaining = 0
+        self.sse = False
+        self.line = b""
+        self.keep_alive = True
+        self.status = None
+        self.error_len = 0
+
+    # asyncio callbacks -------------------------------------------------
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def connection_lost(self, exc):
+        self.closed = True
+        if self.future is not None and not self.future.done():
+            if self.state == "eof":  # body delimited by close: this is its end
+                self._finish(time.perf_counter())
+            else:
+                self.future.set_exception(ConnectionError(str(exc) if exc else "connection closed by server"))
+
+    def data_received(self, data):
+        now = time.perf_counter()
+        if self.future is None or self.future.done():
+            return  # bytes after a finished response (should not happen); ignore
+        try:
+            self._feed(data, now)
+        except Exception as exc:  # a malformed response fails this request only
+            self.keep_alive = False
+            if not self.future.done():
+                self.future.set_exception(exc)
+
+    # request -------------------------------------------------------------
+    def send(self, request_bytes, handler):
+        """Write a request; the returned future resolves when the response ends."""
+        fut = asyncio.get_running_loop().create_future()
+        self._reset(handler, fut)
+        self.transport.write(request_bytes)
+        return fut
+
+    def abort(self):
+        self.keep_alive = False
+        if self.transport is not None:
+            self.transport.abort()
+
+    @property
+    def reusable(self):
+        return not self.closed and self.keep_alive
+
+    # parsing -------------------------------------------------------------
+    def _feed(self, data, now):
+        buf = self.buf + data if self.buf else data
+        pos = 0
+        n = len(buf)
+        while pos < n:
+            st = self.state
+            if st == "head":
+                end = buf.find(b"\r\n\r\n", pos)
+                if end < 0:
+                    if n - pos > _MAX_HEADER:
+                        raise ValueError("response header too large")
+                    break
+                self._head(buf[pos:end].decode("latin-1"), now)
+                pos = end + 4
+            elif st == "size":
+                end = buf.find(b"\r\n", pos)
+                if end < 0:
+                    break
+                size = int(buf[pos:end].split(b";", 1)[0].strip() or b"0", 16)
+                pos = end + 2
+                if size == 0:
+                    self.state = "trailer"
+                else:
+                    self.remaining = size
+                    self.state = "chunk"
+            elif st == "chunk":
+                take = min(self.remaining, n - pos)
+                self._body(buf[pos:pos + take], now)
+                pos += take
+                self.remaining -= take
+                if self.remaining == 0:
+                    self.state = "crlf"
+            elif st == "crlf":
+                if n - pos < 2:
+                    break
+                pos += 2
+                self.state = "size"
+            elif st == "trailer":
+                end = buf.find(b"\r\n", pos)
+                if end < 0:
+                    break
+                line_empty = end == pos
+                pos = end + 2
+                if line_empty:
+                    self.state = "done"
+            elif st == "length":
+                take = min(self.remaining, n - pos)
+                self._body(buf[pos:pos + take], now)
+                pos += take
+                self.remaining -= take
+                if self.remaining == 0:
+                    self.state = "done"
+            elif st == "eof":
+                self._body(buf[pos:], now)
+                pos = n
+            if self.state == "done":
+                self._finish(now)
+                pos = n  # anything after the response end is ignored
+                break
+        self.buf = buf[pos:] if pos < n else b""
+
+    def _head(self, text, now):
+        lines = text.split("\r\n")
+        parts = lines[0].split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+            raise ValueError("not an HTTP response: %r" % lines[0][:80])
+        self.status = int(parts[1])
+        headers = {}
+        for line in lines[1:]:
+            key, _, value = line.partition(":")
+            headers[key.strip().lower()] = value.strip()
+        if parts[0] == "HTTP/1.0" or headers.get("connection", "").lower() == "close":
+            self.keep_alive = False
+        self.sse = self.status == 200 and "text/event-stream" in headers.get("content-type", "")
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            self.state = "size"
+        elif "content-length" in headers:
+            self.remaining = int(headers["content-length"])
+            self.state = "length" if self.remaining else "done"
+        else:
+            self.keep_alive = False
+            self.state = "eof"
+        self.handler.on_status(self.status, headers, now)
+
+    def _body(self, data, now):
+        if not data:
+            return
+        if not self.sse:
+            if self.error_len < _MAX_ERROR_BODY:
+                self.handler.on_error_body(data[:_MAX_ERROR_BODY - self.error_len])
+                self.error_len += len(data)
+            return
+        # SSE: dispatch every complete `data:` line at once (these servers send one-line events).
+        text = self.line + data if self.line else data
+        start = 0
+        while True:
+            nl = text.find(b"\n", start)
+            if nl < 0:
+                break
+            line = text[start:nl]
+            start = nl + 1
+            if line.startswith(b"data:"):
+                self.handler.on_event(line[5:].strip(), now)
+        self.line = text[start:]
+
+    def _finish(self, now):
+        if self.line.startswith(b"data:"):  # a last event without its newline
+            self.handler.on_event(self.line[5:].strip(), now)
+            self.line = b""
+        self.handler.on_end(now)
+        if not self.keep_alive and self.transport is not None:
+            self.transport.close()
+        self.future.set_result(self.status)
+
+
+async def open_connection(target, timeout):
+    """A connected StreamProtocol, or an exception after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    _, proto = await asyncio.wait_for(
+        loop.create_connection(StreamProtocol, target.host, target.port, ssl=target.ssl),
+        timeout,
+    )
+    return proto
