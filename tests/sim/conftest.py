@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -20,7 +21,8 @@ PY = sys.executable
 
 # Runs under the fake NVML: `snapshot` prints everything pynvml reports as JSON;
 # `wait-idle GPU SECONDS` says "ready", waits for a line on stdin, then polls GPU's
-# v2 used memory every 5 ms until it is 0 and prints the time that took.
+# v2 used memory every 5 ms until it is 0 and prints the time that took;
+# `sample GPU SECONDS` reads it back to back (for readers running at once).
 PROBE = r'''
 import json, sys, time
 import pynvml as n
@@ -74,10 +76,16 @@ elif sys.argv[1] == "wait-idle":
     else:
         print(json.dumps({"elapsed": None, "polls": polls}))
 elif sys.argv[1] == "sample":
-    # sample GPU N: read v2 used N times, print the list (for concurrent readers)
+    # sample GPU SECONDS: after "go", read v2 used back to back until it has read
+    # 0 fifty times in a row (or SECONDS pass); print every reading
     h = n.nvmlDeviceGetHandleByIndex(int(sys.argv[2]))
-    print(json.dumps([n.nvmlDeviceGetMemoryInfo(h, version=n.nvmlMemory_v2).used
-                      for _ in range(int(sys.argv[3]))]))
+    print("ready", flush=True)
+    sys.stdin.readline()
+    t0, seen, zeros = time.monotonic(), [], 0
+    while zeros < 50 and time.monotonic() - t0 < float(sys.argv[3]):
+        seen.append(n.nvmlDeviceGetMemoryInfo(h, version=n.nvmlMemory_v2).used)
+        zeros = zeros + 1 if seen[-1] == 0 else 0
+    print(json.dumps(seen))
 n.nvmlShutdown()
 '''
 
@@ -208,3 +216,11 @@ def procs():
 def gone(pid):
     """Gone as the driver sees it: exited, or a zombie (its files are closed)."""
     return proc_state(pid) in (None, "Z")
+
+
+@pytest.fixture
+def kit():
+    """The helpers above, for tests (importing conftest by name is ambiguous)."""
+    return types.SimpleNamespace(
+        PROBE=PROBE, snapshot=probe_snapshot, popen=probe_popen, env=nvml_env,
+        read_line=read_line, proc_state=proc_state, gone=gone, wait_until=wait_until)

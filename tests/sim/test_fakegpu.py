@@ -5,10 +5,15 @@ import signal
 import subprocess
 import time
 
+import sys
+
 import pytest
 
-from conftest import (MIB, PY, SIMCTL, fakegpu, gone, nvml_env, probe_popen,
-                      probe_snapshot, proc_state, read_line, wait_until)
+from simlib import fakegpu  # tests/sim is on sys.path (conftest.py)
+
+MIB = 1024 * 1024
+PY = sys.executable
+SIMCTL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simctl")
 
 IDLE_RESERVED = 615 * MIB
 TOTAL = 97887 * MIB
@@ -40,8 +45,8 @@ def test_cli_init_makes_the_device_files_and_state(tmp_path):
     assert conf["release_delay_ms"] == 120
 
 
-def test_idle_gpus_as_nvml_reports_them(root):
-    snap = probe_snapshot(root)
+def test_idle_gpus_as_nvml_reports_them(root, kit):
+    snap = kit.snapshot(root)
     assert snap["driver"] == "580.95.05"
     assert len(snap["gpus"]) == 8
     for i, g in enumerate(snap["gpus"]):
@@ -57,10 +62,10 @@ def test_idle_gpus_as_nvml_reports_them(root):
     assert len({g["bus"] for g in snap["gpus"]}) == 8
 
 
-def test_uuids_are_stable_across_readers_and_reinit(root, fakenvml_lib):
-    first = [g["uuid"] for g in probe_snapshot(root)["gpus"]]
+def test_uuids_are_stable_across_readers_and_reinit(root, fakenvml_lib, kit):
+    first = [g["uuid"] for g in kit.snapshot(root)["gpus"]]
     fakegpu.init(root, gpus=8, lib=fakenvml_lib)
-    assert [g["uuid"] for g in probe_snapshot(root)["gpus"]] == first
+    assert [g["uuid"] for g in kit.snapshot(root)["gpus"]] == first
 
 
 def test_env_exports(root):
@@ -71,8 +76,8 @@ def test_env_exports(root):
     assert "export GPUFLEET_NVIDIA_DEVICES=%s/dev" % root in lines
 
 
-def test_nvml_without_a_root_fails_clearly(root):
-    env = nvml_env(root)
+def test_nvml_without_a_root_fails_clearly(root, kit):
+    env = kit.env(root)
     del env["FAKE_NVML_ROOT"]
     cp = subprocess.run([PY, "-c", "import pynvml; pynvml.nvmlInit()"], env=env,
                         capture_output=True, text=True, timeout=30)
@@ -83,9 +88,9 @@ def test_nvml_without_a_root_fails_clearly(root):
 
 # ---- holding memory ------------------------------------------------------------------
 
-def test_hold_shows_in_nvml_and_status(root, procs):
+def test_hold_shows_in_nvml_and_status(root, procs, kit):
     pid = procs.hold(root, [0, 1], 20000)
-    snap = probe_snapshot(root)
+    snap = kit.snapshot(root)
     for i in (0, 1):
         g = snap["gpus"][i]
         assert g["v2"]["used"] == 20000 * MIB
@@ -123,31 +128,31 @@ def test_title_is_the_command_line(root, procs):
     assert cmdline == b"sglang::scheduler_TP3"
 
 
-def test_sigkill_releases_after_the_delay(root, procs):
+def test_sigkill_releases_after_the_delay(root, procs, kit):
     pid = procs.hold(root, [0], 20000)
-    probe = procs.popen([PY, "-c", __import__("conftest").PROBE, "wait-idle", "0", "10"],
-                        env=nvml_env(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    probe = procs.popen([PY, "-c", kit.PROBE, "wait-idle", "0", "10"],
+                        env=kit.env(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
-    assert read_line(probe.stdout, 30).strip() == "ready"
+    assert kit.read_line(probe.stdout, 30).strip() == "ready"
     assert v2_used_mib(root, 0) == 20000
     os.kill(pid, signal.SIGKILL)
     probe.stdin.write("go\n")
     probe.stdin.flush()
-    result = json.loads(read_line(probe.stdout, 30))
+    result = json.loads(kit.read_line(probe.stdout, 30))
     assert result["elapsed"] is not None, "memory never came back"
     # The release clock starts when a reader first sees the holder gone: >= 0.12 s.
     assert 0.11 <= result["elapsed"] < 1.0, result  # ms clock: up to 1 ms early
     print("release seen after %.3f s (%d polls)" % (result["elapsed"], result["polls"]))
-    assert gone(pid)
+    assert kit.gone(pid)
     assert os.listdir(os.path.join(root, "nvml", "alloc")) == [".lock"]
 
 
-def test_zombie_counts_as_released(root, procs):
+def test_zombie_counts_as_released(root, procs, kit):
     holder = procs.hold_foreground(root, [0], 20000)
     os.kill(holder.pid, signal.SIGKILL)
-    wait_until(lambda: proc_state(holder.pid) == "Z", 10)
-    wait_until(lambda: v2_used_mib(root, 0) == 0, 5)
-    assert proc_state(holder.pid) == "Z"  # still not reaped: released all the same
+    kit.wait_until(lambda: kit.proc_state(holder.pid) == "Z", 10)
+    kit.wait_until(lambda: v2_used_mib(root, 0) == 0, 5)
+    assert kit.proc_state(holder.pid) == "Z"  # still not reaped: released all the same
 
 
 def test_holding_lasts_while_the_process_lives(root, procs):
@@ -161,33 +166,33 @@ def test_holding_lasts_while_the_process_lives(root, procs):
     assert holder.poll() is None
 
 
-def test_ignore_term_survives_sigterm(root, procs):
+def test_ignore_term_survives_sigterm(root, procs, kit):
     pid = procs.hold(root, [0], 100, "--ignore-term")
     with open("/proc/%d/status" % pid) as f:
         sigign = int(next(l for l in f if l.startswith("SigIgn:")).split()[1], 16)
     assert sigign & (1 << (signal.SIGTERM - 1))
     # An ignored signal is discarded when sent, so this is the whole effect of it.
     os.kill(pid, signal.SIGTERM)
-    assert proc_state(pid) not in (None, "Z")
+    assert kit.proc_state(pid) not in (None, "Z")
     assert fakegpu.read_status(root)[0]["holders"] == [{"pid": pid, "mib": 100}]
 
 
-def test_exit_delay_keeps_memory_until_exit(root, procs):
+def test_exit_delay_keeps_memory_until_exit(root, procs, kit):
     pid = procs.hold(root, [0], 100, "--exit-delay", "0.5")
     t0 = time.monotonic()
     os.kill(pid, signal.SIGTERM)
     assert v2_used_mib(root, 0) == 100
-    took = wait_until(lambda: gone(pid), 10)
+    took = kit.wait_until(lambda: kit.gone(pid), 10)
     assert took >= 0.45, took
     assert time.monotonic() - t0 < 5
-    wait_until(lambda: v2_used_mib(root, 0) == 0, 5)
+    kit.wait_until(lambda: v2_used_mib(root, 0) == 0, 5)
 
 
-def test_plain_sigterm_ends_the_holder(root, procs):
+def test_plain_sigterm_ends_the_holder(root, procs, kit):
     pid = procs.hold(root, [0], 100)
     os.kill(pid, signal.SIGTERM)
-    wait_until(lambda: gone(pid), 10)
-    wait_until(lambda: v2_used_mib(root, 0) == 0, 5)
+    kit.wait_until(lambda: kit.gone(pid), 10)
+    kit.wait_until(lambda: v2_used_mib(root, 0) == 0, 5)
 
 
 # ---- Python API ----------------------------------------------------------------------
@@ -219,55 +224,56 @@ def test_out_of_memory(root, procs):
 
 # ---- faults ----------------------------------------------------------------------------
 
-def test_fault_hang_blocks_until_cleared(root, procs):
+def test_fault_hang_blocks_until_cleared(root, procs, kit):
     cp = simctl("fault", root, "hang")
     assert cp.returncode == 0, cp.stderr
-    probe = procs.popen([PY, "-c", __import__("conftest").PROBE, "snapshot"],
-                        env=nvml_env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    probe = procs.popen([PY, "-c", kit.PROBE, "snapshot"],
+                        env=kit.env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                         text=True)
     with pytest.raises(subprocess.TimeoutExpired):
         probe.wait(timeout=1.5)  # the bound a caller must put on NVML
-    assert proc_state(probe.pid) == "S"  # interruptible: a kill still ends it
+    kit.wait_until(lambda: kit.proc_state(probe.pid) == "S", 5)  # interruptible sleep
     simctl("fault", root, "hang", "--clear")
     out, err = probe.communicate(timeout=30)
     assert probe.returncode == 0, err
     assert len(json.loads(out)["gpus"]) == 8
 
 
-def test_fault_lost_gpu(root):
+def test_fault_lost_gpu(root, kit):
     assert simctl("fault", root, "lost", "3").returncode == 0
-    gpus = probe_snapshot(root)["gpus"]
+    gpus = kit.snapshot(root)["gpus"]
     assert gpus[3] == {"index": 3, "error": "NVMLError_GpuIsLost"}
     assert "error" not in gpus[2] and gpus[2]["v2"]["used"] == 0
     simctl("fault", root, "lost", "3", "--clear")
-    assert "error" not in probe_snapshot(root)["gpus"][3]
+    assert "error" not in kit.snapshot(root)["gpus"][3]
 
 
-def test_fault_no_v2(root, procs):
+def test_fault_no_v2(root, procs, kit):
     procs.hold(root, [0], 100)
     simctl("fault", root, "no_v2")
-    g = probe_snapshot(root)["gpus"][0]
+    g = kit.snapshot(root)["gpus"][0]
     assert g["v2_error"] == "NVMLError_FunctionNotFound" and "v2" not in g
     assert g["v1"]["used"] == IDLE_RESERVED + 100 * MIB
 
 
 # ---- readers at once, PID namespaces ---------------------------------------------------------
 
-def test_two_readers_at_once_never_double_count(root, procs):
+def test_two_readers_at_once_never_double_count(root, procs, kit):
     pid = procs.hold(root, [0], 20000)
-    readers = [probe_popen(root, "sample", "0", "300") for _ in range(2)]
+    readers = [kit.popen(root, "sample", "0", "10") for _ in range(2)]
     for r in readers:
         procs.add(r.pid, r)
-    os.kill(pid, signal.SIGKILL)
-    samples = []
+        assert kit.read_line(r.stdout, 30).strip() == "ready"
+    for r in readers:
+        r.stdin.write("go\n")
+        r.stdin.flush()
+    os.kill(pid, signal.SIGKILL)  # released while both read, and age the entry
     for r in readers:
         out, err = r.communicate(timeout=60)
         assert r.returncode == 0, err
-        samples.append(json.loads(out))
-    for s in samples:
-        assert set(s) <= {0, 20000 * MIB}, set(s)
-        assert s == sorted(s, reverse=True)  # once released, it stays released
-    wait_until(lambda: v2_used_mib(root, 0) == 0, 5)
+        seen = json.loads(out)
+        assert set(seen) == {0, 20000 * MIB}, set(seen)  # saw it held, then free; never 2x
+        assert seen == sorted(seen, reverse=True)  # once released, it stays released
     assert os.listdir(os.path.join(root, "nvml", "alloc")) == [".lock"]
 
 
@@ -280,11 +286,11 @@ def _unshare_works():
 
 
 @pytest.mark.skipif(not _unshare_works(), reason="needs unshare --pid (root)")
-def test_holder_in_a_pid_namespace_is_reported_by_our_pid(root, procs):
+def test_holder_in_a_pid_namespace_is_reported_by_our_pid(root, procs, kit):
     holder = procs.popen(["unshare", "--pid", "--fork", "--mount-proc", PY, SIMCTL, "gpu",
                           "hold", root, "--gpu", "0", "--mib", "100"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert int(read_line(holder.stdout, 60)) == 1  # PID 1 inside its namespace
+    assert int(kit.read_line(holder.stdout, 60)) == 1  # PID 1 inside its namespace
     with open("/proc/%d/task/%d/children" % (holder.pid, holder.pid)) as f:
         inner = procs.add(int(f.read().split()[0]))
-    assert probe_snapshot(root)["gpus"][0]["procs"] == [[inner, 100 * MIB]]
+    assert kit.snapshot(root)["gpus"][0]["procs"] == [[inner, 100 * MIB]]

@@ -89,14 +89,26 @@ def _detach(args):
         print(proc.pid, flush=True)
         return 0
     proc.wait()
-    sys.stderr.write("simctl gpu hold: %s\n" % (report.strip() or "holder exited (rc %s)" % proc.returncode))
+    msg = report.strip()[len("error "):] if report.startswith("error ") else report.strip()
+    sys.stderr.write("simctl gpu hold: %s\n" % (msg or "holder exited (rc %s)" % proc.returncode))
     return 1
 
 
 def _hold(args):
     report = os.fdopen(args.ready_fd, "w") if args.ready_fd is not None else None
+
+    def fail(msg):
+        if report:
+            report.write("error %s\n" % msg)
+            report.close()
+        sys.stderr.write("simctl gpu hold: %s\n" % msg)
+        return 1
+
     if args.title:
-        import setproctitle
+        try:
+            import setproctitle
+        except ImportError:
+            return fail("--title needs setproctitle: run simctl with .venv/bin/python")
         setproctitle.setproctitle(args.title)
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -110,11 +122,7 @@ def _hold(args):
     try:
         fakegpu.hold(args.root, _gpus(args.gpu), args.mib)
     except (fakegpu.OutOfMemory, ValueError, OSError) as exc:
-        if report:
-            report.write("error %s\n" % exc)
-            report.close()
-        sys.stderr.write("simctl gpu hold: %s\n" % exc)
-        return 1
+        return fail(exc)
     if report:
         report.write("ok %d\n" % os.getpid())
         report.close()
