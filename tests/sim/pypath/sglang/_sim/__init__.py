@@ -1,0 +1,1 @@
+"""The simulated SGLang server: one job a module (see server.py for the flow)."""

@@ -1,0 +1,48 @@
+"""What the HTTP layer reads: arguments, models, the engine and the readiness flags."""
+import threading
+import time
+
+from sglang import __version__
+from sglang._sim import serverargs
+
+
+class App:
+    def __init__(self, args, target, draft, engine):
+        self.args = args
+        self.target = target
+        self.draft = draft
+        self.engine = engine
+        self.ready = threading.Event()  # warm-up done: /health answers 200
+        self.draining = threading.Event()  # SIGTERM seen: refuse new work
+        self.created = int(time.time())
+
+    def speculative(self):
+        return self.args.speculative_algorithm is not None
+
+    def draft_tokens(self):
+        return self.args.speculative_num_draft_tokens if self.speculative() else 0
+
+    def model_info(self):
+        return {"model_path": self.args.model_path, "tokenizer_path": self.args.tokenizer_path,
+                "is_generation": True, "preferred_sampling_params": None, "weight_version": "default",
+                "has_image_understanding": False, "has_audio_understanding": False,
+                "model_type": self.target.config.get("model_type"),
+                "architectures": self.target.config.get("architectures"),
+                "served_model_name": self.args.served_model_name}
+
+    def server_info(self):
+        info = dict(serverargs.public(self.args))
+        info.pop("api_key", None)
+        state = {"last_gen_throughput": self.engine.stats.gen_throughput,
+                 "memory_usage": {"weight": round(self.target.total_bytes / self.args.tp_size / 2 ** 30, 2)}}
+        if self.speculative() and self.engine.stats.spec_verify_total:
+            state["avg_spec_accept_length"] = self.engine.stats.avg_accept_length()
+        info["internal_states"] = [state]
+        info["version"] = __version__
+        return info
+
+    def models_list(self):
+        name = self.args.served_model_name
+        return {"object": "list", "data": [{"id": name, "object": "model", "created": self.created,
+                                            "owned_by": "sglang", "root": name,
+                                            "max_model_len": self.target.context_length}]}

@@ -1,0 +1,188 @@
+"""The central batch loop: every running request advances together, one step at a time.
+
+One thread owns the batch. A step's length comes from perf.Model for the batch size at
+that step, so latency and throughput under concurrency follow the calibrated curve.
+Requests over --max-running-requests wait in a queue. Each step hands each request its
+new tokens (several at once under EAGLE-3) through the request's own queue.
+"""
+import collections
+import hashlib
+import queue
+import random
+import threading
+import time
+
+from sglang._sim import logs
+
+WORDS = ("the", "model", "server", "token", "of", "a", "GPU", "to", "and", "batch", "is",
+         "in", "fleet", "request", "memory", "cache", "that", "for", "with", "draft")
+DECODE_LOG_INTERVAL = 40  # SGLang's --decode-log-interval default
+
+
+class Request:
+    def __init__(self, rid, prompt_tokens, max_new_tokens, ignore_eos, seed_material, eos_prob):
+        self.rid = rid
+        self.prompt_tokens = prompt_tokens
+        self.max_new_tokens = max(1, int(max_new_tokens))
+        self.ignore_eos = ignore_eos
+        digest = hashlib.sha256(seed_material.encode("utf-8", "replace")).digest()
+        self.rng = random.Random(int.from_bytes(digest[:8], "big"))
+        self.eos_prob = eos_prob
+        self.completion_tokens = 0
+        self.spec_verify_ct = 0
+        self.finish_reason = None
+        self.aborted = False
+        self.events = queue.SimpleQueue()  # (texts: list[str], finished: bool)
+
+    def take(self, n):
+        """Produce up to n tokens; stops at max_new_tokens or a drawn EOS."""
+        texts = []
+        for _ in range(n):
+            self.completion_tokens += 1
+            if not self.ignore_eos and self.rng.random() < self.eos_prob:
+                self.finish_reason = "stop"
+                break
+            texts.append(" " + WORDS[self.rng.randrange(len(WORDS))])
+            if self.completion_tokens >= self.max_new_tokens:
+                self.finish_reason = "length"
+                break
+        return texts
+
+
+class Stats:
+    def __init__(self):
+        self.prompt_tokens_total = 0
+        self.generation_tokens_total = 0
+        self.requests_total = 0
+        self.spec_verify_total = 0
+        self.spec_accepted_total = 0
+        self.running = 0
+        self.queued = 0
+        self.gen_throughput = 0.0
+        self.last_accept_length = 0.0
+        self.last_accept_rate = 0.0
+
+    def avg_accept_rate(self, draft_tokens):
+        """Share of drafted tokens accepted (the bonus token of each verify step excluded)."""
+        if not self.spec_verify_total or draft_tokens < 2:
+            return 0.0
+        drafted = self.spec_verify_total * (draft_tokens - 1)
+        return (self.spec_accepted_total - self.spec_verify_total) / drafted
+
+    def avg_accept_length(self):
+        return self.spec_accepted_total / self.spec_verify_total if self.spec_verify_total else 0.0
+
+
+class Engine:
+    def __init__(self, model, max_running, accept_length, max_total_tokens):
+        self.model = model
+        self.max_running = max_running
+        self.accept_length = accept_length
+        self.max_total_tokens = max(1, max_total_tokens)
+        self.stats = Stats()
+        self._cond = threading.Condition()
+        self._waiting = collections.deque()
+        self._running = []
+        self._thread = threading.Thread(target=self._loop, name="engine", daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def submit(self, req):
+        with self._cond:
+            self._waiting.append(req)
+            self.stats.requests_total += 1
+            self.stats.prompt_tokens_total += req.prompt_tokens
+            self._cond.notify()
+
+    def pending_rids(self):
+        with self._cond:
+            return [r.rid for r in self._running] + [r.rid for r in self._waiting]
+
+    def _accepted(self, req):
+        """Accepted length of one verify step: 1 + Binomial(D-1, p), mean = accept_length."""
+        d = self.model.draft_tokens
+        p = min(max((self.accept_length - 1.0) / (d - 1), 0.0), 1.0) if d > 1 else 0.0
+        return 1 + sum(1 for _ in range(d - 1) if req.rng.random() < p)
+
+    def _admit(self, log):
+        new = []
+        while self._waiting and len(self._running) < self.max_running:
+            req = self._waiting.popleft()
+            if not req.aborted:
+                self._running.append(req)
+                new.append(req)
+        if new:
+            log.info("Prefill batch. #new-seq: %d, #new-token: %d, #cached-token: 0, token usage: "
+                     "%.2f, #running-req: %d, #queue-req: %d", len(new), sum(r.prompt_tokens for r in new),
+                     self._usage(), len(self._running) - len(new), len(self._waiting))
+
+    def _usage(self):
+        used = sum(r.prompt_tokens + r.completion_tokens for r in self._running)
+        return used / self.max_total_tokens
+
+    def _loop(self):
+        log = logs.get()
+        step_end = 0.0
+        steps = 0
+        window = [time.monotonic(), 0, 0, 0]  # start, tokens, verify steps, accepted
+        while True:
+            with self._cond:
+                self._admit(log)
+                while not self._running:
+                    self.stats.running = 0
+                    self._cond.wait()
+                    self._admit(log)
+                batch = list(self._running)
+                self.stats.running, self.stats.queued = len(batch), len(self._waiting)
+            now = time.monotonic()
+            step_end = max(step_end, now) + self.model.step_seconds(len(batch))
+            delay = step_end - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -0.25:
+                step_end = time.monotonic()  # fell far behind: do not burst to catch up
+            produced = self._step(batch, window)
+            steps += 1
+            if steps % DECODE_LOG_INTERVAL == 0:
+                self._log_decode(log, window, len(batch))
+                window = [time.monotonic(), 0, 0, 0]
+            with self._cond:
+                self._running = [r for r in self._running if r.finish_reason is None and not r.aborted]
+                self.stats.generation_tokens_total += produced
+
+    def _step(self, batch, window):
+        produced = 0
+        for req in batch:
+            if req.aborted:
+                continue
+            n = self._accepted(req) if self.model.speculative else 1
+            n = min(n, req.max_new_tokens - req.completion_tokens)
+            before = req.completion_tokens
+            texts = req.take(n)
+            got = req.completion_tokens - before
+            produced += got
+            if self.model.speculative:
+                req.spec_verify_ct += 1
+                window[2] += 1
+                window[3] += got
+                with self._cond:
+                    self.stats.spec_verify_total += 1
+                    self.stats.spec_accepted_total += got
+            req.events.put((texts, req.finish_reason is not None))
+        window[1] += produced
+        return produced
+
+    def _log_decode(self, log, window, running):
+        elapsed = max(time.monotonic() - window[0], 1e-9)
+        self.stats.gen_throughput = window[1] / elapsed
+        msg = "Decode batch. #running-req: %d, #token: %d, token usage: %.2f, " % (
+            running, int(self._usage() * self.max_total_tokens), self._usage())
+        if self.model.speculative and window[2]:
+            length = window[3] / window[2]
+            rate = (window[3] - window[2]) / (window[2] * max(self.model.draft_tokens - 1, 1))
+            self.stats.last_accept_length, self.stats.last_accept_rate = length, rate
+            msg += "accept len: %.2f, accept rate: %.2f, " % (length, rate)
+        msg += "cuda graph: True, gen throughput (token/s): %.2f, #queue-req: %d" % (
+            self.stats.gen_throughput, self.stats.queued)
+        log.info(msg)

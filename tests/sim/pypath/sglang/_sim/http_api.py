@@ -1,0 +1,182 @@
+"""The HTTP server: SGLang's endpoints on a stdlib ThreadingHTTPServer (HTTP/1.1, keep-alive).
+
+Streams use chunked transfer encoding and SSE lines (`data: {...}\\n\\n`, `data: [DONE]`)
+as uvicorn/FastAPI send them. One handler thread a connection; tokens come from the engine.
+"""
+import json
+import queue
+import socket
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from sglang._sim import api, logs, metrics
+
+HEALTH_TIMEOUT_S = 20.0  # SGLang's health_generate waits this long for one token
+OPEN_PREFIXES = ("/health", "/metrics")  # SGLang's API-key middleware lets these through
+
+
+def _dumps(obj):
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True  # uvicorn sets SO_REUSEADDR too
+    request_queue_size = 1024
+
+    def __init__(self, address, app):
+        self.app = app
+        super().__init__(address, Handler, bind_and_activate=False)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "uvicorn"
+    sys_version = ""
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    # --- plumbing -------------------------------------------------------------------
+    def log_message(self, fmt, *args):
+        pass  # access lines are written by _access()
+
+    def _access(self, code):
+        status = HTTPStatus(code)
+        logs.uvicorn('%s:%d - "%s %s HTTP/1.1" %d %s' % (
+            self.client_address[0], self.client_address[1], self.command, self.path, code, status.phrase))
+
+    def _send(self, code, body=b"", ctype="application/json"):
+        self.send_response_only(code)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self._access(code)
+
+    def _json(self, code, obj):
+        self._send(code, _dumps(obj))
+
+    def _body(self):
+        n = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        try:
+            return json.loads(raw or b"{}")
+        except ValueError:
+            raise api.BadRequest("request body is not valid JSON") from None
+
+    def _authorized(self):
+        key = self.server.app.args.api_key
+        if not key or self.path.startswith(OPEN_PREFIXES):
+            return True
+        if self.headers.get("Authorization") == "Bearer " + key:
+            return True
+        self.close_connection = True  # the unread body must not be taken for a request
+        self._json(401, {"error": "Unauthorized"})
+        return False
+
+    # --- routing --------------------------------------------------------------------
+    def do_GET(self):
+        if not self._authorized():
+            return
+        app = self.server.app
+        path = self.path.split("?", 1)[0]
+        if path in ("/health", "/health_generate"):
+            return self._health()
+        if path in ("/model_info", "/get_model_info"):
+            return self._json(200, app.model_info())
+        if path in ("/server_info", "/get_server_info"):
+            return self._json(200, app.server_info())
+        if path == "/v1/models":
+            return self._json(200, app.models_list())
+        if path == "/metrics" and app.args.enable_metrics:
+            text = metrics.render(app.engine.stats, app.args.served_model_name, app.draft_tokens())
+            return self._send(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
+        self._json(404, {"detail": "Not Found"})
+
+    def do_POST(self):
+        if not self._authorized():
+            return
+        path = self.path.split("?", 1)[0]
+        kind = {"/v1/completions": "completion", "/v1/chat/completions": "chat",
+                "/generate": "generate"}.get(path)
+        if kind is None:
+            self._body()
+            return self._json(404, {"detail": "Not Found"})
+        app = self.server.app
+        try:
+            body = self._body()
+            if app.draining.is_set():
+                return self._json(503, {"error": {"message": "The server is shutting down."}})
+            req = api.make_request(kind, body, app.args.sim_seed, app.args.sim_eos_prob)
+        except api.BadRequest as exc:
+            return self._json(400, {"object": "error", "message": str(exc), "type": "BadRequestError",
+                                    "param": None, "code": 400})
+        started = time.monotonic()
+        app.engine.submit(req)
+        try:
+            if body.get("stream"):
+                self._stream(kind, req, body, started)
+            else:
+                self._complete(kind, req, started)
+        except (BrokenPipeError, ConnectionResetError):
+            req.aborted = True
+
+    # --- endpoints ------------------------------------------------------------------
+    def _health(self):
+        app = self.server.app
+        if not app.ready.is_set() or app.draining.is_set():
+            return self._send(503)
+        req = api.make_request("generate", {"text": "health", "sampling_params": {"max_new_tokens": 1}},
+                               0, 0.0)
+        app.engine.submit(req)
+        try:
+            req.events.get(timeout=HEALTH_TIMEOUT_S)
+        except queue.Empty:
+            req.aborted = True
+            return self._send(503)
+        self._send(200)
+
+    def _events(self, req):
+        while True:
+            texts, finished = req.events.get()
+            yield "".join(texts), finished
+            if finished:
+                return
+
+    def _complete(self, kind, req, started):
+        text = "".join(t for t, _ in self._events(req))
+        app = self.server.app
+        if kind == "generate":
+            return self._json(200, {"text": text, "meta_info": api.meta_info(
+                req, app.speculative(), started, app.target.eos_token_id)})
+        self._json(200, api.openai_full(kind, req, app.args.served_model_name, text))
+
+    def _chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _stream(self, kind, req, body, started):
+        app = self.server.app
+        self.send_response_only(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        model = app.args.served_model_name
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        first, so_far = True, []
+        for text, finished in self._events(req):
+            if kind == "generate":
+                so_far.append(text)  # SGLang's native stream sends the text so far
+                obj = {"text": "".join(so_far), "meta_info": api.meta_info(
+                    req, app.speculative(), started, app.target.eos_token_id)}
+            else:
+                obj = api.openai_chunk(kind, req, model, text, req.finish_reason if finished else None, first)
+            self._chunk(b"data: " + _dumps(obj) + b"\n\n")
+            first = False
+        if include_usage and kind != "generate":
+            self._chunk(b"data: " + _dumps(api.openai_usage_chunk(kind, req, model)) + b"\n\n")
+        self._chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self._access(200)

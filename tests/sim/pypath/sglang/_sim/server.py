@@ -1,0 +1,155 @@
+"""`python -m sglang.launch_server`: the flow of a real launch, simulated.
+
+  parse args -> read configs -> spawn schedulers (TP ranks) + detokenizer -> wait for them
+  -> bind uvicorn's port -> warm-up -> "The server is fired up and ready to roll!"
+  -> serve until SIGTERM -> drain (bounded) -> end its tree -> exit.
+Any failure: traceback in the log, the tree killed, a non-zero exit.
+"""
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+
+from sglang._sim import args as argsmod
+from sglang._sim import engine as enginemod
+from sglang._sim import gpus, http_api, logs, models, perf, serverargs, warmup
+from sglang._sim.app import App
+from sglang._sim.workers import Workers
+
+DRAFT_OVERHEAD_MIB = 2048  # drafter KV cache and its CUDA graphs, per rank
+LOG_DRAIN_EVERY_S = 5.0  # SGLang logs the drain state every 5 s
+
+
+def main(argv):
+    args, unknown = argsmod.parse(argv)  # a bad argument: argparse's message, exit 2
+    log = logs.setup(args.log_level)
+    if args.sim_hang_on_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # from the first moment, start-up included
+    if unknown:
+        log.warning("The simulator ignores these unrecognized arguments: %s", unknown)
+    workers = None
+    try:
+        serverargs.resolve(args, log.warning)
+        log.info(serverargs.log_line(args))
+        target = models.load(args.model_path)
+        draft = models.load(args.speculative_draft_model_path) if args.speculative_algorithm else None
+        gpu_ids = gpus.physical_ids(args.tp_size)
+        if not gpus.fake_root() and not args.sim_real_gpu:
+            log.warning("FAKE_NVML_ROOT is not set: no GPU memory is held")
+        workers = Workers(args, _worker_conf(args, target, draft, gpu_ids), log)
+        workers.start()
+        info = workers.wait_ready()
+        log.info("max_total_num_tokens=%d, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+                 "max_running_requests=%d, context_len=%d, available_gpu_mem=%.2f GB",
+                 info["max_total_num_tokens"], args.max_running_requests, target.context_length,
+                 info["avail_gb"])
+        engine = _engine(args, info["max_total_num_tokens"])
+        app = App(args, target, draft, engine)
+        return _serve(app, workers, log)
+    except Exception:  # noqa: BLE001 - as SGLang: traceback, kill the tree, exit non-zero
+        traceback.print_exc()
+        sys.stderr.flush()
+        if workers:
+            workers.end()
+        return 1
+
+
+def _worker_conf(args, target, draft, gpu_ids):
+    phases = {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}
+    return {"parent_pid": os.getpid(), "tp_size": args.tp_size, "gpu_ids": gpu_ids,
+            "mem_fraction_static": args.mem_fraction_static, "target": target, "draft": draft,
+            "phases": phases, "orphan_workers": args.sim_orphan_workers,
+            "hang_on_term": args.sim_hang_on_term, "real_gpu": args.sim_real_gpu,
+            "log_level": args.log_level, "cuda_graph_max_bs": args.cuda_graph_max_bs,
+            "gpu_total_mib": args.sim_gpu_total_mib, "draft_overhead_mib": DRAFT_OVERHEAD_MIB}
+
+
+def _engine(args, max_total_tokens):
+    steps = args.speculative_num_steps if args.speculative_algorithm else 0
+    model = perf.calibrate(args.sim_single_stream_tps, args.sim_peak_tps, args.sim_peak_concurrency,
+                           steps or 0, args.speculative_num_draft_tokens or 1)
+    eng = enginemod.Engine(model, args.max_running_requests, args.sim_accept_length, max_total_tokens)
+    eng.start()
+    return eng
+
+
+def _serve(app, workers, log):
+    args = app.args
+    server = http_api.Server((args.host, args.port), app)
+    logs.uvicorn("Started server process [%d]" % os.getpid())
+    logs.uvicorn("Waiting for application startup.")
+    logs.uvicorn("Application startup complete.")
+    try:
+        server.server_bind()
+        server.server_activate()
+    except OSError as exc:  # uvicorn's wording, e.g. [Errno 98] ... address already in use
+        logs.uvicorn("[Errno %s] error while attempting to bind on address %r: %s"
+                     % (exc.errno, (args.host, args.port), (exc.strerror or str(exc)).lower()), "ERROR")
+        logs.uvicorn("Waiting for application shutdown.")
+        logs.uvicorn("Application shutdown complete.")
+        workers.end()
+        return 1
+    logs.uvicorn("Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (args.host, args.port))
+    _install_sigterm(app, server, workers, log)
+    workers.watch(lambda: _child_died(workers, log))
+    threading.Thread(target=_warm, args=(app, workers, log), name="warmup", daemon=True).start()
+    server.serve_forever(poll_interval=0.2)
+    threading.Event().wait()  # the drain thread ends the process
+
+
+def _warm(app, workers, log):
+    error = warmup.run(app.args, app.args.sim_warmup_seconds, app.args.sim_fail_warmup)
+    if error:
+        log.error("Initialization failed. warmup error: %s", error)
+        workers.end()
+        os._exit(1)
+    app.ready.set()
+    log.info("The server is fired up and ready to roll!")
+
+
+def _child_died(workers, log):
+    log.error("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    workers.end()
+    os._exit(1)
+
+
+def _install_sigterm(app, server, workers, log):
+    if app.args.sim_hang_on_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        return
+
+    def on_term(signum, frame):
+        log.warning("SIGTERM received. signum=%s frame=%s. Draining requests and shutting down...",
+                    None, None)
+        if not app.draining.is_set():
+            app.draining.set()
+            threading.Thread(target=_drain, args=(app, server, workers, log), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def _drain(app, server, workers, log):
+    server.shutdown()  # stop accepting; handler threads of in-flight requests go on
+    server.server_close()
+    deadline = time.monotonic() + app.args.sim_drain_seconds
+    next_log = 0.0
+    while True:
+        rids = app.engine.pending_rids()
+        now = time.monotonic()
+        if not rids or now >= next_log:
+            log.info("Gracefully exiting... Remaining number of requests %d. Remaining requests "
+                     "remaining_rids=%r.", len(rids), rids)
+            next_log = now + LOG_DRAIN_EVERY_S
+        if not rids:
+            break
+        if now >= deadline:
+            log.error("Drain timed out after %.1f s with %d requests left. Force exiting.",
+                      app.args.sim_drain_seconds, len(rids))
+            break
+        time.sleep(0.05)
+    time.sleep(0.1)  # let the last handler threads write their final chunk
+    workers.end()
+    sys.stderr.flush()
+    os._exit(0)
