@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""benchmark_report: merge per-host llm_benchmark results on the controller.
+
+Documentation lives in plugins/modules/benchmark_report.py. Nothing runs on a
+remote host: the files are written on the controller.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from ansible_collections.gpufleet.serving.plugins.module_utils._report_files import build_report
+
+ARGUMENT_SPEC = dict(
+    results=dict(type="raw", required=True),
+    dest_dir=dict(type="path", required=True),
+    title=dict(type="str", default="LLM serving benchmark"),
+    baseline_label=dict(type="str", default="baseline"),
+    candidate_label=dict(type="str", default="candidate"),
+    basename=dict(type="str", default="benchmark"),
+)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp  # no remote temporary directory is used
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            out = build_report(
+                args["results"], args["dest_dir"], title=args["title"],
+                baseline_label=args["baseline_label"], candidate_label=args["candidate_label"],
+                basename=args["basename"], check_mode=bool(self._task.check_mode),
+            )
+        except GpuFleetError as exc:
+            raise AnsibleActionFail(exc.msg)
+        except (OSError, IOError) as exc:
+            raise AnsibleActionFail("cannot write the report under %s: %s" % (args["dest_dir"], exc))
+        result.update(out)
+        return result

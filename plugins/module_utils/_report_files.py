@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Write the merged report (JSON, Markdown, PNG) where it differs from what is there.
+
+The files hold no timestamp, so the same results give the same bytes and a
+rerun reports changed=false.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.module_utils._report_markdown import render
+from ansible_collections.gpufleet.serving.plugins.module_utils._report_merge import merge
+from ansible_collections.gpufleet.serving.plugins.module_utils._report_plot import render_png
+
+
+def _plain(data):
+    """Plain JSON types (controller values may be tagged or lazy containers)."""
+    return json.loads(json.dumps(data))
+
+
+def _differs(path, data):
+    try:
+        with open(path, "rb") as fh:
+            return fh.read() != data
+    except (IOError, OSError):
+        return True
+
+
+def _write(path, data):
+    fd, tmp = tempfile.mkstemp(prefix=".benchmark_report.", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def build_report(results, dest_dir, title, baseline_label, candidate_label, basename="benchmark",
+                 check_mode=False):
+    report = merge(_plain(results), title, baseline_label, candidate_label)
+    dest_dir = os.path.abspath(os.path.expanduser(dest_dir))
+    paths = {
+        "json": os.path.join(dest_dir, basename + ".json"),
+        "markdown": os.path.join(dest_dir, basename + ".md"),
+        "plot": os.path.join(dest_dir, basename + ".png"),
+    }
+    plot_note = None
+    try:
+        png = render_png(report)
+    except MissingLibrary as exc:
+        png, plot_note = None, exc.msg
+        paths["plot"] = None
+    markdown = render(report, plot_note=plot_note,
+                      plot_name=os.path.basename(paths["plot"]) if paths["plot"] else None)
+    contents = {
+        "json": (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("utf-8"),
+        "markdown": markdown.encode("utf-8"),
+        "plot": png,
+    }
+    changed = [k for k, data in contents.items() if data is not None and _differs(paths[k], data)]
+    if changed and not check_mode:
+        if not os.path.isdir(dest_dir):
+            os.makedirs(dest_dir)
+        for key in changed:
+            _write(paths[key], contents[key])
+    notes = list(report["notes"]) + ([plot_note] if plot_note else [])
+    return {
+        "changed": bool(changed),
+        "json_path": paths["json"],
+        "markdown_path": paths["markdown"],
+        "plot_path": paths["plot"],
+        "markdown": markdown,
+        "notes": notes,
+        "report": report,
+    }

@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The merged benchmark report as Markdown tables (deterministic text)."""
+
+from __future__ import annotations
+
+DASH = "-"
+
+
+def _num(x, digits=1):
+    return DASH if x is None else "%.*f" % (digits, x)
+
+
+def _ratio(x):
+    return DASH if x is None else "%.2fx" % x
+
+
+def _pair(d):
+    if not d:
+        return DASH
+    return "%s / %s" % (_num(d.get("p50")), _num(d.get("p99")))
+
+
+def _summary_rows(name, entry, labels):
+    rows = []
+    for side in ("baseline", "candidate"):
+        s = entry.get(side)
+        if s is None:
+            continue
+        rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            name, labels[side], _num(s["single_stream_tok_s"]), _num(s["peak_tok_s"]),
+            s["peak_concurrency"] if s["peak_concurrency"] is not None else DASH,
+            _pair(s["ttft_at_1_ms"]), _pair(s["ttft_at_peak_ms"]),
+            _num(s["accept_length"], 2), s["failed"],
+        ))
+    return rows
+
+
+def _level_table(entry, labels, ttft=True):
+    b, c = entry.get("baseline"), entry.get("candidate")
+    levels = sorted({r["concurrency"] for s in (b, c) if s for r in s["levels"]})
+    by = {side: {r["concurrency"]: r for r in (entry[side] or {"levels": []})["levels"]}
+          for side in ("baseline", "candidate")}
+    ratio = {r["concurrency"]: r["ratio"] for r in entry.get("ratio") or []}
+    head = "| concurrency | %s tok/s | %s tok/s | %s/%s |" % (
+        labels["baseline"], labels["candidate"], labels["candidate"], labels["baseline"])
+    sep = "| ---: | ---: | ---: | ---: |"
+    if ttft:
+        head += " %s TTFT p50 (ms) | %s TTFT p50 (ms) |" % (labels["baseline"], labels["candidate"])
+        sep += " ---: | ---: |"
+    head += " %s accept len |" % labels["candidate"]
+    sep += " ---: |"
+    out = [head, sep]
+    for lv in levels:
+        rb, rc = by["baseline"].get(lv, {}), by["candidate"].get(lv, {})
+        line = "| %d | %s | %s | %s |" % (lv, _num(rb.get("output_tok_s")), _num(rc.get("output_tok_s")),
+                                          _ratio(ratio.get(lv)))
+        if ttft:
+            line += " %s | %s |" % (_num(rb.get("ttft_p50_ms")), _num(rc.get("ttft_p50_ms")))
+        line += " %s |" % _num(rc.get("accept_length"), 2)
+        out.append(line)
+    return out
+
+
+def render(report, plot_note=None, plot_name=None):
+    labels = report["labels"]
+    lines = ["# %s" % report["title"], ""]
+    lines += [
+        "## Summary", "",
+        "| host | variant | single-stream tok/s | peak tok/s | peak concurrency | "
+        "TTFT p50 / p99 at 1 (ms) | TTFT p50 / p99 at peak (ms) | accept len | failed |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for host in sorted(report["hosts"]):
+        lines += _summary_rows(host, report["hosts"][host], labels)
+    fleet = report["fleet"]
+    nhosts = max((fleet[s] or {}).get("hosts", 0) for s in ("baseline", "candidate"))
+    lines += _summary_rows("**fleet** (%d hosts)" % nhosts, fleet, labels)
+    lines += ["", "Fleet tok/s is the sum over hosts at each concurrency (per host); "
+              "fleet accept len is the mean over hosts; TTFT is per host only.", ""]
+
+    lines += ["## Fleet throughput by concurrency (sum over hosts)", ""]
+    lines += _level_table(fleet, labels, ttft=False)
+    for host in sorted(report["hosts"]):
+        lines += ["", "## %s" % host, ""]
+        lines += _level_table(report["hosts"][host], labels)
+    lines.append("")
+    if plot_name:
+        lines += ["![throughput against concurrency](%s)" % plot_name, ""]
+    notes = list(report.get("notes") or [])
+    if plot_note:
+        notes.append(plot_note)
+    if notes:
+        lines += ["## Notes", ""] + ["- %s" % n for n in notes] + [""]
+    return "\n".join(lines)

@@ -1,0 +1,170 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Merge per-host llm_benchmark results into one baseline/candidate report.
+
+Accepted shapes of `results` (R is an llm_benchmark result, as registered):
+  {host: {"baseline": R, "candidate": R}}   either side may be missing
+  {host: [R_baseline, R_candidate]}         or a one-item list (baseline only)
+  [{"host": h, "baseline": R, "candidate": R}, ...]
+A failed or skipped R (no `levels`) is left out with a note.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+
+SIDES = ("baseline", "candidate")
+
+
+def normalise(results):
+    """({host: {"baseline": levels|None, "candidate": levels|None}}, notes)."""
+    notes = []
+    if isinstance(results, list):
+        pairs = {}
+        for item in results:
+            if not isinstance(item, dict) or "host" not in item:
+                raise InvalidInput("each item of a results list needs a 'host' key")
+            pairs[str(item["host"])] = item
+    elif isinstance(results, dict):
+        pairs = results
+    else:
+        raise InvalidInput("results must be a dict host -> {baseline, candidate} or a list")
+    out = {}
+    for host in sorted(pairs, key=str):
+        entry = pairs[host]
+        if isinstance(entry, (list, tuple)):
+            if not 1 <= len(entry) <= 2:
+                raise InvalidInput("results for %s: a list must hold [baseline] or [baseline, candidate]" % host)
+            entry = dict(zip(SIDES, entry))
+        if not isinstance(entry, dict):
+            raise InvalidInput("results for %s must be a dict with baseline/candidate" % host)
+        out[str(host)] = {}
+        for side in SIDES:
+            out[str(host)][side] = _levels(entry.get(side), host, side, notes)
+    return out, notes
+
+
+def _levels(result, host, side, notes):
+    if result is None:
+        return None
+    if isinstance(result, list):  # a bare levels list
+        return result
+    if not isinstance(result, dict):
+        raise InvalidInput("results for %s %s: expected an llm_benchmark result" % (host, side))
+    if result.get("failed") or result.get("skipped") or not isinstance(result.get("levels"), list):
+        why = result.get("msg") or ("skipped" if result.get("skipped") else "no levels")
+        notes.append("%s %s: no result (%s)" % (host, side, why))
+        return None
+    return result["levels"]
+
+
+def _ttft(lv, key):
+    t = (lv or {}).get("ttft_ms") or {}
+    return t.get(key)
+
+
+def side_summary(levels):
+    """Compact per-level rows and the headline figures of one host's one side."""
+    rows = []
+    for lv in levels:
+        rows.append({
+            "concurrency": lv["concurrency"],
+            "output_tok_s": lv.get("output_tok_s"),
+            "ttft_p50_ms": _ttft(lv, "p50"),
+            "ttft_p99_ms": _ttft(lv, "p99"),
+            "accept_length": lv.get("accept_length"),
+            "completed": lv.get("completed"),
+            "failed": lv.get("failed", 0),
+        })
+    rows.sort(key=lambda r: r["concurrency"])
+    return _headline(rows)
+
+
+def _headline(rows):
+    with_tps = [r for r in rows if r["output_tok_s"] is not None]
+    at1 = next((r for r in rows if r["concurrency"] == 1), None)
+    peak = max(with_tps, key=lambda r: r["output_tok_s"]) if with_tps else None
+    accepts = [r["accept_length"] for r in rows if r.get("accept_length") is not None]
+    return {
+        "levels": rows,
+        "single_stream_tok_s": at1["output_tok_s"] if at1 else None,
+        "peak_tok_s": peak["output_tok_s"] if peak else None,
+        "peak_concurrency": peak["concurrency"] if peak else None,
+        "ttft_at_1_ms": {"p50": at1.get("ttft_p50_ms"), "p99": at1.get("ttft_p99_ms")} if at1 else None,
+        "ttft_at_peak_ms": {"p50": peak.get("ttft_p50_ms"), "p99": peak.get("ttft_p99_ms")} if peak else None,
+        "accept_length": round(sum(accepts) / len(accepts), 3) if accepts else None,
+        "failed": sum(r.get("failed") or 0 for r in rows),
+    }
+
+
+def fleet_side(host_sides, notes, side):
+    """Sum of tok/s over hosts at each level; TTFT is per host only (null here)."""
+    present = {h: s for h, s in host_sides.items() if s is not None}
+    if not present:
+        return None
+    by_level = {}
+    for host, summ in present.items():
+        for r in summ["levels"]:
+            if r["output_tok_s"] is None:
+                continue
+            slot = by_level.setdefault(r["concurrency"], {"tok": 0.0, "hosts": 0, "accepts": []})
+            slot["tok"] += r["output_tok_s"]
+            slot["hosts"] += 1
+            if r.get("accept_length") is not None:
+                slot["accepts"].append(r["accept_length"])
+    rows = []
+    for c in sorted(by_level):
+        slot = by_level[c]
+        if slot["hosts"] < len(present):
+            notes.append("fleet %s at concurrency %d sums %d of %d hosts" % (side, c, slot["hosts"], len(present)))
+        rows.append({
+            "concurrency": c,
+            "output_tok_s": round(slot["tok"], 3),
+            "hosts": slot["hosts"],
+            "ttft_p50_ms": None,
+            "ttft_p99_ms": None,
+            "accept_length": round(sum(slot["accepts"]) / len(slot["accepts"]), 3) if slot["accepts"] else None,
+            "failed": sum(next((r.get("failed") or 0 for r in s["levels"] if r["concurrency"] == c), 0)
+                          for s in present.values()),
+        })
+    out = _headline(rows)
+    out["ttft_at_1_ms"] = out["ttft_at_peak_ms"] = None
+    out["hosts"] = len(present)
+    return out
+
+
+def ratios(baseline, candidate):
+    """candidate/baseline tok/s per level present on both sides."""
+    if baseline is None or candidate is None:
+        return []
+    cand = {r["concurrency"]: r["output_tok_s"] for r in candidate["levels"]}
+    out = []
+    for r in baseline["levels"]:
+        c, b = r["concurrency"], r["output_tok_s"]
+        if c in cand and cand[c] is not None and b:
+            out.append({"concurrency": c, "baseline_tok_s": b, "candidate_tok_s": cand[c],
+                        "ratio": round(cand[c] / b, 3)})
+    return out
+
+
+def merge(results, title="LLM serving benchmark", baseline_label="baseline", candidate_label="candidate"):
+    """The report dict: per host and fleet, both sides, ratios, notes."""
+    hosts_levels, notes = normalise(results)
+    if not hosts_levels:
+        raise InvalidInput("results is empty")
+    hosts = {}
+    for host, sides in hosts_levels.items():
+        entry = {side: (side_summary(sides[side]) if sides[side] is not None else None) for side in SIDES}
+        entry["ratio"] = ratios(entry["baseline"], entry["candidate"])
+        hosts[host] = entry
+    fleet = {side: fleet_side({h: e[side] for h, e in hosts.items()}, notes, side) for side in SIDES}
+    fleet["ratio"] = ratios(fleet["baseline"], fleet["candidate"])
+    return {
+        "title": title,
+        "labels": {"baseline": baseline_label, "candidate": candidate_label},
+        "hosts": hosts,
+        "fleet": fleet,
+        "notes": notes,
+    }

@@ -1,0 +1,148 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+# This file holds the documentation only; the work is done by the action plugin
+# plugins/action/benchmark_report.py on the controller.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: benchmark_report
+short_description: Merge per-host llm_benchmark results into a JSON, Markdown and PNG report
+version_added: 0.1.0
+description:
+  - Runs on the controller only (an action plugin; nothing is sent to a remote host).
+  - Merges the results of M(gpufleet.serving.llm_benchmark) from every host, for a baseline
+    and a candidate run, into one report, and writes three files to O(dest_dir) on the controller
+    C(<basename>.json), C(<basename>.md) and C(<basename>.png).
+  - The Markdown has a summary table per host and for the fleet (single-stream tok/s, peak
+    tok/s and its concurrency, TTFT p50/p99 at concurrency 1 and at the peak, acceptance
+    length, failed requests), then tok/s per concurrency with the candidate/baseline ratio,
+    for the fleet and for each host. Fleet tok/s at a concurrency is the sum over hosts;
+    a level missing on some hosts is summed over those that have it, with a note.
+  - The PNG plots output tok/s against concurrency (log scale), baseline against candidate,
+    for the fleet and per host. It needs matplotlib on the controller; without it no PNG is
+    written and the result and the Markdown say so.
+  - Files are written only where their content differs (they carry no timestamp), so the
+    same results give C(changed=false).
+author:
+  - gpufleet.serving maintainers
+extends_documentation_fragment:
+  - gpufleet.serving.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - In check mode the report is built and returned, and no file is written.
+  diff_mode:
+    support: none
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+options:
+  results:
+    description:
+      - "Per-host results. A dict C(host -> {baseline: R, candidate: R}) where R is a registered
+        M(gpufleet.serving.llm_benchmark) result (or just its C(levels) list); or
+        C(host -> [R_baseline, R_candidate]); or a list of C({host: ..., baseline: R, candidate: R})."
+      - Either side may be missing for a host. A failed or skipped result is left out with a note.
+    type: raw
+    required: true
+  dest_dir:
+    description:
+      - Directory on the controller for the files; created when missing.
+    type: path
+    required: true
+  basename:
+    description:
+      - File name stem of the three files.
+    type: str
+    default: benchmark
+  title:
+    description:
+      - Title of the Markdown and the plot.
+    type: str
+    default: LLM serving benchmark
+  baseline_label:
+    description:
+      - Name of the baseline in tables and the plot.
+    type: str
+    default: baseline
+  candidate_label:
+    description:
+      - Name of the candidate in tables and the plot.
+    type: str
+    default: candidate
+seealso:
+  - module: gpufleet.serving.llm_benchmark
+"""
+
+EXAMPLES = r"""
+# Each host registered bench_base and bench_eagle with gpufleet.serving.llm_benchmark.
+- name: Keep both runs of this host as one fact
+  ansible.builtin.set_fact:
+    bench_pair:
+      baseline: "{{ bench_base }}"
+      candidate: "{{ bench_eagle }}"
+
+- name: Write the fleet report on the controller
+  gpufleet.serving.benchmark_report:
+    results: >-
+      {{ dict(ansible_play_hosts_all
+              | zip(ansible_play_hosts_all | map('extract', hostvars)
+                    | map(attribute='bench_pair', default={}))) }}
+    dest_dir: "{{ playbook_dir }}/reports/eagle3"
+    title: Kimi-K2.5 INT4 TP8, SGLang vs SGLang + EAGLE-3
+    baseline_label: sglang
+    candidate_label: sglang+eagle3
+  run_once: true
+  register: report
+
+- name: Show the table
+  ansible.builtin.debug:
+    msg: "{{ report.markdown }}"
+  run_once: true
+"""
+
+RETURN = r"""
+json_path:
+  description: The JSON report on the controller.
+  returned: success
+  type: str
+  sample: /srv/reports/eagle3/benchmark.json
+markdown_path:
+  description: The Markdown report on the controller.
+  returned: success
+  type: str
+  sample: /srv/reports/eagle3/benchmark.md
+plot_path:
+  description: The PNG plot on the controller; null when matplotlib is missing.
+  returned: success
+  type: str
+  sample: /srv/reports/eagle3/benchmark.png
+markdown:
+  description: The Markdown text.
+  returned: success
+  type: str
+notes:
+  description: What the report left out or could not do (missing results, partial fleet sums, no plot).
+  returned: success
+  type: list
+  elements: str
+  sample: ["gpu03 candidate: no result (no answer from http://127.0.0.1:30000/v1/models)"]
+report:
+  description:
+    - The merged report, as written to RV(json_path).
+    - C(hosts.<host>.baseline|candidate) and C(fleet.baseline|candidate) hold C(levels) (per concurrency
+      C(output_tok_s), C(ttft_p50_ms), C(ttft_p99_ms), C(accept_length), C(failed)),
+      C(single_stream_tok_s), C(peak_tok_s), C(peak_concurrency), C(ttft_at_1_ms), C(ttft_at_peak_ms),
+      C(accept_length), C(failed); C(hosts.<host>.ratio) and C(fleet.ratio) list C(concurrency),
+      C(baseline_tok_s), C(candidate_tok_s), C(ratio) (candidate/baseline).
+  returned: success
+  type: dict
+"""

@@ -1,0 +1,356 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: llm_benchmark
+short_description: Sweep an OpenAI-compatible LLM server over concurrency levels
+version_added: 0.1.0
+description:
+  - Runs a closed-loop load against an OpenAI-compatible server (SGLang, vLLM) at each
+    concurrency level in O(levels) and reports throughput, latency and speculative
+    acceptance per level.
+  - At a level of C, C workers each open one persistent keep-alive connection before the
+    clock starts; all start at once and each sends its next request as soon as its previous
+    one ends, so C requests stay in flight. The client is standard-library asyncio, parsing
+    in the socket callback; one core sustains far more tokens per second than the servers
+    it measures.
+  - Prompts are random and fixed-length, unique per request (no prefix-cache hits), and
+    C(ignore_eos) is sent so every output reaches O(output_len).
+  - Output tokens are the server's own C(usage.completion_tokens) (requested with
+    C(stream_options.include_usage)), never a re-tokenization. Output tok/s of a level is the
+    sum over its completed counted requests divided by the level's wall time, from the first
+    counted request sent to the last counted request ended.
+  - TTFT is the arrival of the first non-empty content chunk (reasoning text counts).
+    TPOT is (latency - TTFT) / (tokens - 1). ITL is per token, pooled over the level's
+    requests; a chunk carrying k tokens after a gap g gives k entries of g/k. Tokens per
+    chunk come from the running C(usage.completion_tokens) of each chunk
+    (C(stream_options.continuous_usage_stats), honoured by SGLang and vLLM); when a server
+    does not send it, a request's tokens are spread evenly over its chunks. RV(levels[].itl_token_source)
+    says which applied.
+  - Speculative acceptance length is measured for each level only, from server counters
+    read just before and just after the level (warm-up included, other traffic excluded).
+    SGLang with C(--enable-metrics) gives d(C(sglang:generation_tokens_total)) /
+    d(C(sglang:spec_verify_calls_total)) (tokens per verify step, as
+    C(completion_tokens / meta_info.spec_verify_ct)); SGLang without metrics falls back to
+    C(/server_info) C(internal_states[0].avg_spec_accept_length) read after the level (the
+    server's own recent average). vLLM gives 1 + d(C(vllm:spec_decode_num_accepted_tokens)) /
+    d(C(vllm:spec_decode_num_drafts)). It is null when no speculative step ran.
+author:
+  - gpufleet.serving maintainers
+extends_documentation_fragment:
+  - gpufleet.serving.attributes
+attributes:
+  check_mode:
+    support: partial
+    details:
+      - The load is sent and measured in check mode too (it changes nothing on the server),
+        but O(output) is not written; C(changed) then says whether it would have been.
+  diff_mode:
+    support: none
+options:
+  base_url:
+    description:
+      - Root URL of the server, for example V(http://127.0.0.1:30000). A trailing C(/v1) is
+        accepted and ignored.
+    type: str
+    required: true
+  model:
+    description:
+      - Model name sent in requests. Defaults to the first model of C(/v1/models).
+    type: str
+  levels:
+    description:
+      - Concurrency levels, run in the order given.
+    type: list
+    elements: int
+    default: [1, 2, 4, 8, 16, 32, 64, 128]
+  requests_per_level:
+    description:
+      - Counted requests at each level.
+      - When not set, max(2 x level, 8) rounded up to a multiple of the level, so every
+        level ends with full waves and its wall time is not stretched by a half-empty tail.
+      - A value set here is used as given.
+    type: int
+  warmup_requests:
+    description:
+      - Requests sent at the start of each level, at the level's concurrency, and not
+        counted. When not set, one per connection (the level's start-up burst, which also
+        warms the server for that batch size). V(0) disables warm-up.
+    type: int
+  input_len:
+    description:
+      - Prompt length. With O(api=completions) the prompt is this many random token ids
+        (exact). With O(api=chat) it is this many random common words (about one token each);
+        the server's C(usage.prompt_tokens) is reported.
+    type: int
+    default: 512
+  output_len:
+    description:
+      - C(max_tokens) of every request; C(ignore_eos) is sent so outputs reach it.
+        Outputs that end short are counted in RV(levels[].short_outputs).
+    type: int
+    default: 256
+  api:
+    description:
+      - Which endpoint to load. V(completions) is C(/v1/completions), V(chat) is
+        C(/v1/chat/completions).
+    type: str
+    choices: [completions, chat]
+    default: completions
+  temperature:
+    description:
+      - Sampling temperature sent with every request.
+    type: float
+    default: 0.0
+  seed:
+    description:
+      - Seed of the random prompts; the same seed gives the same prompts.
+    type: int
+    default: 0
+  request_timeout:
+    description:
+      - Seconds one request may take, connection included, before it counts as failed.
+    type: float
+    default: 600
+  max_error_samples:
+    description:
+      - Distinct error messages kept per level in RV(levels[].errors).
+    type: int
+    default: 5
+  api_key:
+    description:
+      - Sent as an C(Authorization) bearer token when set.
+    type: str
+  validate_certs:
+    description:
+      - Verify the server certificate for an C(https) O(base_url).
+    type: bool
+    default: true
+  output:
+    description:
+      - Path on the target host to write the result to as JSON (written atomically; parent
+        directories are created).
+    type: path
+  flavor:
+    description:
+      - Which server this is, for acceptance readings. V(auto) asks the server
+        (C(/v1/models) C(owned_by), then C(/metrics), then C(/server_info)).
+    type: str
+    choices: [auto, sglang, vllm]
+    default: auto
+notes:
+  - Runs on the host that reaches the server (usually the server's own host), with the
+    Python standard library only.
+  - Time per level is about (warm-up + counted requests) / level x one request's latency.
+  - C(changed) is V(true) only when O(output) was (or, in check mode, would be) written;
+    the benchmark itself changes nothing.
+seealso:
+  - module: gpufleet.serving.benchmark_report
+"""
+
+EXAMPLES = r"""
+- name: Benchmark the local SGLang server
+  gpufleet.serving.llm_benchmark:
+    base_url: http://127.0.0.1:30000
+    input_len: 1024
+    output_len: 512
+    output: /var/tmp/bench/baseline.json
+  register: bench_baseline
+
+- name: Quick check at three levels over the chat endpoint
+  gpufleet.serving.llm_benchmark:
+    base_url: http://127.0.0.1:30000
+    api: chat
+    levels: [1, 16, 128]
+    requests_per_level: 256
+    warmup_requests: 0
+"""
+
+RETURN = r"""
+levels:
+  description: One entry per concurrency level, in the order run. Times are milliseconds.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    concurrency:
+      description: Requests kept in flight.
+      type: int
+      sample: 128
+    requests:
+      description: Counted requests.
+      type: int
+      sample: 256
+    warmup_requests:
+      description: Warm-up requests sent before the counted ones and not counted.
+      type: int
+      sample: 128
+    completed:
+      description: Counted requests that streamed output and ended without error.
+      type: int
+      sample: 255
+    failed:
+      description: Counted requests that failed (HTTP error, stream error, timeout, no output).
+      type: int
+      sample: 1
+    errors:
+      description: Up to O(max_error_samples) distinct error messages of failed requests.
+      type: list
+      elements: str
+      sample: ["HTTP 500: {\"error\": ...}"]
+    duration_s:
+      description: Wall time from the first counted request sent to the last counted one ended.
+      type: float
+      sample: 27.6
+    output_tokens:
+      description: Sum of C(usage.completion_tokens) of the completed counted requests.
+      type: int
+      sample: 65280
+    input_tokens:
+      description: Sum of C(usage.prompt_tokens) of the completed counted requests.
+      type: int
+      sample: 130560
+    output_tok_s:
+      description: RV(levels[].output_tokens) / RV(levels[].duration_s).
+      type: float
+      sample: 2370.4
+    requests_per_s:
+      description: Completed counted requests per second.
+      type: float
+      sample: 9.3
+    ttft_ms:
+      description: Time to first token, C(mean), C(p50), C(p90), C(p99).
+      type: dict
+      sample: {"mean": 812.1, "p50": 790.2, "p90": 1010.5, "p99": 1203.3}
+    itl_ms:
+      description: Inter-token latency per token (see description), C(mean), C(p50), C(p90), C(p99).
+      type: dict
+    tpot_ms:
+      description: Time per output token after the first, C(mean), C(p50), C(p90), C(p99).
+      type: dict
+    latency_ms:
+      description: End-to-end request latency, C(mean), C(p50), C(p90), C(p99).
+      type: dict
+    itl_token_source:
+      description: Requests whose tokens per chunk came from C(usage) deltas, or an even spread (C(average)).
+      type: dict
+      sample: {"usage": 255, "average": 0}
+    usage_missing:
+      description: Completed requests without C(usage); their chunk count stood in for tokens.
+      type: int
+      sample: 0
+    short_outputs:
+      description: Completed requests with fewer than O(output_len) tokens (C(ignore_eos) not honoured).
+      type: int
+      sample: 0
+    accept_length:
+      description: Speculative acceptance length during this level; null when not speculative or unknown.
+      type: float
+      sample: 2.71
+    accept_source:
+      description: Where RV(levels[].accept_length) came from, C(metrics) or C(server_info); null when unknown.
+      type: str
+      sample: metrics
+summary:
+  description: The sweep at a glance.
+  returned: success
+  type: dict
+  contains:
+    single_stream_tok_s:
+      description: Output tok/s at concurrency 1 (null when 1 is not a level).
+      type: float
+      sample: 63.6
+    peak_tok_s:
+      description: Highest output tok/s of any level.
+      type: float
+      sample: 2370.0
+    peak_concurrency:
+      description: The level of RV(summary.peak_tok_s).
+      type: int
+      sample: 128
+    accept_length:
+      description: Mean acceptance length over the levels that have one.
+      type: float
+    completed:
+      description: Completed counted requests, all levels.
+      type: int
+    failed:
+      description: Failed counted requests, all levels.
+      type: int
+server:
+  description: What was measured.
+  returned: success
+  type: dict
+  sample: {"base_url": "http://127.0.0.1:30000", "model": "kimi-k2.5-int4", "flavor": "sglang"}
+config:
+  description: The workload (api, input_len, output_len, requests_per_level, warmup_requests, temperature).
+  returned: success
+  type: dict
+started:
+  description: UTC start time, ISO 8601.
+  returned: success
+  type: str
+  sample: "2026-05-01T12:00:00+00:00"
+elapsed:
+  description: Seconds the whole sweep took.
+  returned: success
+  type: float
+  sample: 412.5
+output:
+  description: Absolute path of the written JSON file.
+  returned: when O(output) is set and not in check mode
+  type: str
+  sample: /var/tmp/bench/baseline.json
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench_run import (
+    DEFAULT_LEVELS, run_benchmark, write_output,
+)
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            base_url=dict(type="str", required=True),
+            model=dict(type="str"),
+            levels=dict(type="list", elements="int", default=DEFAULT_LEVELS),
+            requests_per_level=dict(type="int"),
+            warmup_requests=dict(type="int"),
+            input_len=dict(type="int", default=512),
+            output_len=dict(type="int", default=256),
+            api=dict(type="str", choices=["completions", "chat"], default="completions"),
+            temperature=dict(type="float", default=0.0),
+            seed=dict(type="int", default=0),
+            request_timeout=dict(type="float", default=600),
+            max_error_samples=dict(type="int", default=5),
+            api_key=dict(type="str", no_log=True),
+            validate_certs=dict(type="bool", default=True),
+            output=dict(type="path"),
+            flavor=dict(type="str", choices=["auto", "sglang", "vllm"], default="auto"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = run_benchmark(module.params)
+        changed = False
+        if module.params["output"]:
+            changed = True  # every run's timings differ, so the file always changes
+            if not module.check_mode:
+                result["output"] = write_output(module.params["output"], result)
+    except GpuFleetError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    except (OSError, IOError) as exc:
+        module.fail_json(msg="cannot write %s: %s" % (module.params["output"], exc))
+    module.exit_json(changed=changed, **result)
+
+
+if __name__ == "__main__":
+    main()
