@@ -17,7 +17,10 @@ Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads 
   ROOT/nvml/alloc/r-G-P-T-MS   a released allocation, first seen released at
                                CLOCK_MONOTONIC MS; counted as used until
                                release_delay_ms (default 120, the real driver's
-                               0.12 s) has passed, then removed by a reader.
+                               0.12 s) has passed, then removed by a reader. The
+                               clock starts at the first read after the exit, so a
+                               caller that polls sees what a real driver shows; one
+                               single read long after the exit still sees it held.
   ROOT/nvml/faults/            fault switches (set_fault / `simctl gpu fault`):
       hang      while it exists, every NVML call sleeps (interruptibly) until it is gone
       lost<N>   calls on GPU N (handle lookups included) return NVML_ERROR_GPU_IS_LOST
