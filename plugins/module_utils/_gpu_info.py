@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Read-only GPU facts for gpu_info, built from the same parts as gpu_release."""
+
+from __future__ import annotations
+
+import os
+
+from . import _holders, _proctable
+from ._gpu_select import check_against, parse_gpus
+from ._gpu_state import describe
+from ._nvml import NvmlSession
+from ._protect import Protection, compile_protect
+
+
+def gather(gpus="all", devices=None, nvml_timeout=20.0, v1_reserve_mib=1024, protect=()):
+    requested = parse_gpus(gpus)
+    extra = compile_protect(protect)
+    with NvmlSession(nvml_timeout) as session:
+        indices = check_against(requested, session.count)
+        records = session.snapshot(indices)
+        driver, count = session.driver, session.count
+        # The snapshot comes after the NVML child exists, so it counts as ours.
+        table = _proctable.snapshot()
+        protection = Protection(table, os.getpid(), extra)
+        holders = _holders.scan(_holders.devices_dir(devices))
+    return {"driver_version": driver, "gpu_count": count,
+            "gpus": describe(records, holders, table, protection, v1_reserve_mib)}

@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Kill patterns: compile them, and refuse the ones that would match too much.
+
+Breadth is judged against fixed sample command lines, not the live process
+table: in a container that runs only the server, the right pattern matches
+most of the table, while on a big host `python` may match little today.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ._errors import InvalidInput
+
+# SGLang's own kill set (scripts/killall_sglang.sh in the sglang repository).
+SGLANG_PATTERNS = [r"sglang::", r"sglang\.launch_server", r"sglang\.bench",
+                   r"sglang\.data_parallel", r"sglang\.srt", r"sgl_diffusion::"]
+
+# Command lines found on almost any GPU host that no server pattern should hit.
+# A pattern matching one of them would take out shells, daemons or notebooks.
+CANARY_CMDLINES = [
+    "/sbin/init",
+    "/usr/lib/systemd/systemd-journald",
+    "sshd: root@pts/0",
+    "-bash",
+    "/bin/bash",
+    "/bin/sh -c sleep 60",
+    "/usr/sbin/cron -f",
+    "/usr/bin/containerd",
+    "/usr/bin/dockerd -H fd://",
+    "/usr/bin/python3 /usr/bin/networkd-dispatcher --run-startup-triggers",
+    "/usr/bin/python3 -m http.server 8080",
+    "python3 train.py --epochs 10",
+    "/opt/conda/bin/python -m ipykernel_launcher -f /root/kernel.json",
+    "/usr/bin/nvidia-persistenced --user nvidia-persistenced",
+    "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm",
+    "/usr/bin/dcgm-exporter",
+    "tmux new -s bench",
+    "vim notes.txt",
+]
+
+def compile_patterns(patterns, force_broad=False):
+    """Return compiled regexes, or raise InvalidInput saying what to change."""
+    compiled = []
+    for raw in patterns or []:
+        if raw is None or str(raw).strip() == "":
+            raise InvalidInput(
+                "patterns: an empty pattern matches every process; "
+                "give a regex for the server's command line, e.g. 'sglang::|sglang\\.launch_server'")
+        raw = str(raw)
+        try:
+            regex = re.compile(raw)
+        except re.error as exc:
+            raise InvalidInput("patterns: %r is not a valid regular expression (%s); fix the regex" % (raw, exc))
+        if not force_broad:
+            _refuse_broad(raw, regex)
+        compiled.append(regex)
+    return compiled
+
+
+def _refuse_broad(raw, regex):
+    if regex.search("") is not None:
+        raise InvalidInput(
+            "patterns: %r matches the empty command line, so it matches every process; "
+            "anchor it to the server's command line, or set force_broad: true if you really mean it" % raw)
+    hits = [c for c in CANARY_CMDLINES if regex.search(c)]
+    if hits:
+        raise InvalidInput(
+            "patterns: %r is too broad: it matches ordinary processes such as %r; "
+            "use a pattern specific to the server (e.g. 'sglang::|sglang\\.launch_server'), "
+            "or set force_broad: true" % (raw, hits[0]))
+
+
+def matches_any(regexes, cmdline):
+    return any(r.search(cmdline) for r in regexes)

@@ -1,0 +1,159 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Signal processes seen in a snapshot, never a later process that reused a PID.
+
+Each target is pinned with a pidfd, then its start time is checked against the
+snapshot: if it matches, the pidfd refers to that very process for good, so
+signals through it cannot reach a newcomer, and the pidfd turns readable the
+moment the process exits (zombies included), so waiting needs no sleep.
+Where pidfds are missing (old kernel or Python), psutil's checked signalling
+and polling stand in.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+
+from ._proctable import psutil
+
+HAS_PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
+POLL_FALLBACK = 0.02
+
+
+class Target:
+    """One process to release, pinned to the identity seen in the snapshot."""
+
+    def __init__(self, info, reason):
+        self.info = info
+        self.reason = reason
+        self.signals = []
+        self.sent_at = None
+        self.gone_at = None
+        self.error = None
+        self._pidfd = None
+        self._proc = None
+        self.gone = not self._pin()
+
+    def _pin(self):
+        """Bind to the process; False when it is already gone or was replaced."""
+        try:
+            proc = psutil.Process(self.info.pid)
+            if abs(proc.create_time() - self.info.create_time) > 0.01:
+                return False
+            if HAS_PIDFD:
+                self._pidfd = os.pidfd_open(self.info.pid)
+                # Check again now that the pidfd pins whatever holds the PID.
+                if abs(proc.create_time() - self.info.create_time) > 0.01:
+                    self._close()
+                    return False
+            self._proc = proc
+            return proc.status() != psutil.STATUS_ZOMBIE
+        except (psutil.NoSuchProcess, ProcessLookupError):
+            return False
+
+    @property
+    def pid(self):
+        return self.info.pid
+
+    def send(self, sig, now):
+        if self.gone:
+            return
+        try:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, sig)
+            else:
+                self._proc.send_signal(sig)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            self._mark_gone(now)
+            return
+        except (PermissionError, psutil.AccessDenied) as exc:
+            self.error = "not permitted to signal: %s" % exc
+            return
+        self.signals.append(signal.Signals(sig).name)
+        if self.sent_at is None:
+            self.sent_at = now
+
+    def _mark_gone(self, now):
+        if not self.gone:
+            self.gone = True
+            self.gone_at = now
+            self._close()
+
+    def refresh(self, now):
+        """Non-blocking: has the process exited (or become a zombie)?"""
+        if self.gone:
+            return True
+        if self._pidfd is not None:
+            if select.select([self._pidfd], [], [], 0)[0]:
+                self._mark_gone(now)
+        else:
+            try:
+                if self._proc.status() == psutil.STATUS_ZOMBIE:
+                    self._mark_gone(now)
+            except psutil.NoSuchProcess:
+                self._mark_gone(now)
+        return self.gone
+
+    def state(self):
+        try:
+            return self._proc.status() if self._proc else "gone"
+        except psutil.NoSuchProcess:
+            return "gone"
+
+    def _close(self):
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def result(self):
+        rec = self.info.as_dict()
+        rec.update(reason=self.reason, signals=self.signals,
+                   gone_after=None if self.gone_at is None or self.sent_at is None
+                   else round(self.gone_at - self.sent_at, 3))
+        if self.error:
+            rec["error"] = self.error
+        return rec
+
+
+def wait_gone(targets, deadline):
+    """Block until every target is gone or the monotonic deadline passes."""
+    while True:
+        now = time.monotonic()
+        alive = [t for t in targets if not t.refresh(now)]
+        if not alive or now >= deadline:
+            return alive
+        fds = [t._pidfd for t in alive if t._pidfd is not None]
+        wait = min(deadline - now, POLL_FALLBACK if len(fds) < len(alive) else deadline - now)
+        if fds:
+            select.select(fds, [], [], wait)
+        else:
+            time.sleep(wait)
+
+
+def release(targets, term_timeout, deadline, on_progress=None):
+    """SIGTERM, wait up to term_timeout, SIGKILL the rest, wait to the deadline.
+
+    Returns the targets still alive at the deadline.
+    """
+    live = [t for t in targets if not t.gone]
+    if not live:
+        return []
+    first = signal.SIGKILL if term_timeout <= 0 else signal.SIGTERM
+    now = time.monotonic()
+    for target in live:
+        target.send(first, now)
+    if first == signal.SIGTERM:
+        alive = wait_gone(live, min(deadline, now + term_timeout))
+        now = time.monotonic()
+        for target in alive:
+            target.send(signal.SIGKILL, now)
+    return wait_gone(live, deadline)
+
+
+def close_all(targets):
+    for target in targets:
+        target._close()

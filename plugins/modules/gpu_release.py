@@ -1,0 +1,255 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_release
+short_description: Free NVIDIA GPUs safely and prove they are free
+version_added: 0.1.0
+description:
+  - Kills an inference server by command-line pattern together with its whole process tree
+    (SIGTERM, then SIGKILL at a deadline), sweeps the remaining processes that hold the selected
+    GPUs' device files (what C(fuser /dev/nvidia*) finds), and verifies through NVML that every
+    selected GPU's memory is free.
+  - Never signals its own process or any ancestor (the SSH session, shell and Ansible process
+    running it, even when their command lines contain the pattern), PID 1, kernel threads, or the
+    GPU system daemons (nvidia-persistenced, nv-hostengine, dcgm-exporter, nvidia-fabricmanager,
+    nvidia-cuda-mps-control and -server, Xorg, Xwayland, the Kubernetes device plugin).
+  - Waits exactly as long as processes take to exit (pidfds, no fixed sleeps) and polls NVML every
+    20 ms until memory has drained; every selected GPU is checked.
+  - Processes are pinned by PID and start time, so a PID reused between the scan and the signal is
+    never signalled.
+  - Device files. A process holds GPU N when it has C(/dev/nvidiaN) open or mapped. C(/dev/nvidiactl),
+    C(/dev/nvidia-uvm) and C(/dev/nvidia-caps/*) are held by every CUDA and every NVML process
+    (monitoring agents and this module included), so holding only those never makes a process a
+    sweep target.
+author:
+  - gpufleet.serving maintainers
+requirements:
+  - psutil
+  - nvidia-ml-py (when O(verify=true))
+  - Linux (reads C(/proc))
+extends_documentation_fragment:
+  - gpufleet.serving.attributes
+  - gpufleet.serving.attributes.ACTIONGROUP_GPU
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Signals nothing; RV(killed) lists what would be signalled and RV(changed) is what a real run would say.
+  diff_mode:
+    support: none
+options:
+  patterns:
+    description:
+      - Regular expressions (Python C(re.search)) matched against each process's full command line
+        (C(/proc/PID/cmdline) joined with spaces). Every matching process and every descendant it has
+        at the time of the scan is released.
+      - Refused with a clear error, unless O(force_broad=true) - an empty string, a regex that does not
+        compile, one that matches the empty command line (such as C(.*)), one that matches ordinary
+        host processes (such as C(python), which hits Python daemons and notebooks, or C(bash)).
+      - SGLang's own kill set is C(sglang::|sglang\.launch_server|sglang\.bench|sglang\.data_parallel|sglang\.srt|sgl_diffusion::).
+    type: list
+    elements: str
+    default: []
+  gpus:
+    description:
+      - V(all), or a list of NVML GPU indices (also a comma-separated string).
+      - Only holders of these GPUs are swept and only these GPUs are verified. A process that uses
+        only other GPUs is never touched by the sweep (two tenants on one host). Pattern matches are
+        released whatever GPUs they use.
+    type: raw
+    default: all
+  sweep:
+    description:
+      - After the pattern kill, release every remaining process that holds a selected GPU's device
+        file (an open fd or a memory map of C(/dev/nvidiaN)), except protected ones.
+    type: bool
+    default: true
+  sweep_users:
+    description:
+      - Limit the device sweep to processes of these user names, so that a shared host's other
+        tenants are safe. Empty means every user. Pattern matches are not limited by it.
+    type: list
+    elements: str
+    default: []
+  protect:
+    description:
+      - Extra regular expressions; a process whose command line matches one is never signalled.
+    type: list
+    elements: str
+    default: []
+  force_broad:
+    description:
+      - Accept patterns that the breadth checks refuse. Only for hosts where you know every process.
+    type: bool
+    default: false
+  term_timeout:
+    description:
+      - Seconds between SIGTERM and SIGKILL for processes still alive. V(0) sends SIGKILL at once.
+    type: float
+    default: 10
+  timeout:
+    description:
+      - Seconds for the whole release, signals included, until the processes are gone and memory has drained.
+    type: float
+    default: 60
+  max_used_mib:
+    description:
+      - A GPU is free when NVML's v2 C(used) memory, which excludes the driver's reserve, is at most
+        this many MiB.
+      - On a driver without the v2 call, v1 C(used) (which includes the reserve) minus O(v1_reserve_mib) is used.
+    type: float
+    default: 0
+  v1_reserve_mib:
+    description:
+      - The driver reserve assumed on drivers without NVML's v2 memory call. An idle H200 on driver 580
+        reports 615 MiB in v1.
+    type: float
+    default: 1024
+  devices:
+    description:
+      - Directory holding the NVIDIA device files.
+      - Defaults to the environment variable E(GPUFLEET_NVIDIA_DEVICES) when set (simulated hosts set
+        it for every session), else C(/dev).
+    type: path
+  verify:
+    description:
+      - Verify with NVML that every selected GPU's memory is free, and fail if not.
+      - With V(false), NVML is optional and the device files name the GPUs.
+    type: bool
+    default: true
+  nvml_timeout:
+    description:
+      - Seconds any one NVML request may take. NVML runs in a helper process, so a hung driver call
+        fails the task instead of hanging the play.
+    type: float
+    default: 20
+notes:
+  - For a graceful drain of in-flight requests, stop the server through its supervisor first (the
+    P(gpufleet.serving.sglang_server#role) role does), then run this module to clean up and verify.
+  - Run as root (or the user owning the processes) to signal other users' processes and read their
+    C(/proc) entries.
+seealso:
+  - module: gpufleet.serving.gpu_info
+"""
+
+EXAMPLES = r"""
+- name: Tear down SGLang and prove all 8 GPUs are free
+  gpufleet.serving.gpu_release:
+    patterns:
+      - 'sglang::|sglang\.launch_server|sglang\.srt'
+  register: released
+
+- name: Free GPUs 0-3 only; a tenant on 4-7 is left alone
+  gpufleet.serving.gpu_release:
+    patterns: ['vllm\.entrypoints|VLLM::']
+    gpus: [0, 1, 2, 3]
+
+- name: What would be killed?
+  gpufleet.serving.gpu_release:
+    patterns: ['sglang::']
+  check_mode: true
+
+- name: SIGKILL at once, and only sweep device holders of the serving user
+  gpufleet.serving.gpu_release:
+    patterns: ['sglang::']
+    term_timeout: 0
+    sweep_users: [serving]
+"""
+
+RETURN = r"""
+changed:
+  description: True exactly when a process was signalled (or would be, in check mode).
+  returned: always
+  type: bool
+killed:
+  description: Processes signalled (in check mode, those that would be).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid: {description: Process ID., type: int, returned: always}
+    user: {description: Owner., type: str, returned: always}
+    cmdline: {description: Command line at the scan., type: str, returned: always}
+    reason: {description: "C(pattern), C(descendant) (of a pattern match) or C(device) (found by the sweep).", type: str, returned: always}
+    signals: {description: "Signals sent, e.g. C([SIGTERM, SIGKILL]).", type: list, elements: str, returned: always}
+    gone_after: {description: Seconds from the first signal until the process was gone., type: float, returned: always}
+  sample:
+    - {pid: 4242, user: root, cmdline: "python3 -m sglang.launch_server --tp 8", reason: pattern, signals: [SIGTERM], gone_after: 0.21}
+failed_to_kill:
+  description: Processes still alive at the deadline, with their state (for example C(D) or C(zombie)).
+  returned: always
+  type: list
+  elements: dict
+protected_holders:
+  description: Protected processes that hold a selected GPU's device file (never signalled), with the reason.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {pid: 812, user: nvidia-persistenced, cmdline: "/usr/bin/nvidia-persistenced", state: sleeping, protected: gpu daemon}
+gpus:
+  description: Every selected GPU.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index: {description: NVML index., type: int, returned: always}
+    uuid: {description: GPU UUID., type: str, returned: always}
+    name: {description: Product name., type: str, returned: always}
+    memory_api: {description: "C(v2), or C(v1) on drivers without the v2 call.", type: str, returned: always}
+    total_mib: {description: Total memory in MiB., type: float, returned: always}
+    before: {description: "C(used_mib) and C(reserved_mib) before the release.", type: dict, returned: always}
+    after: {description: "C(used_mib) and C(reserved_mib) after it; null without verification.", type: dict, returned: always}
+    free: {description: "Whether C(after.used_mib) <= O(max_used_mib).", type: bool, returned: when verified}
+    holders: {description: "Processes still holding the GPU (pid, user, cmdline, state, protected reason if any).", type: list, elements: dict, returned: always}
+gpus_selected:
+  description: NVML indices of the selected GPUs.
+  returned: always
+  type: list
+  elements: int
+timings:
+  description: Seconds spent in each phase (C(pattern), C(sweep), C(verify)).
+  returned: when not in check mode
+  type: dict
+elapsed:
+  description: Seconds the module took.
+  returned: always
+  type: float
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu_args import COMMON_ARGS, fail_from, require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._release import Releaser, ReleaseOptions
+
+
+def main():
+    argument_spec = dict(
+        COMMON_ARGS,
+        patterns=dict(type="list", elements="str", default=[]),
+        sweep=dict(type="bool", default=True),
+        sweep_users=dict(type="list", elements="str", default=[]),
+        force_broad=dict(type="bool", default=False),
+        term_timeout=dict(type="float", default=10.0),
+        timeout=dict(type="float", default=60.0),
+        max_used_mib=dict(type="float", default=0.0),
+        verify=dict(type="bool", default=True),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    require_psutil(module)
+    opts = ReleaseOptions(**{k: module.params[k] for k in ReleaseOptions.FIELDS})
+    try:
+        result = Releaser(opts, check_mode=module.check_mode).run()
+    except GpuFleetError as exc:
+        fail_from(module, exc)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+"""Make the checkout importable as ansible_collections.gpufleet.serving.
+
+`make setup` links build/collections/ansible_collections/gpufleet/serving to
+the repository root; tests import the collection's code through that link,
+exactly as Ansible does.
+"""
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COLLECTIONS = os.path.join(REPO, "build", "collections")
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)

@@ -1,0 +1,80 @@
+"""A private PID + mount namespace for tests that kill by pattern.
+
+gpu_release kills by command-line pattern; run on the machine's own process
+table, a test would also hit any real `sglang::` process of someone else.
+So each such test gets a namespace of its own (tini as PID 1 reaps orphans),
+starts its processes and runs Ansible inside it with nsenter, and ends it by
+SIGKILLing that PID 1, which takes everything inside along.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+
+def available():
+    return os.geteuid() == 0 and all(shutil.which(t) for t in ("unshare", "nsenter", "tini"))
+
+
+class PidNamespace:
+    def __init__(self):
+        self._unshare = subprocess.Popen(
+            ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private",
+             "--kill-child", "tini", "-s", "--", "sleep", "infinity"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.init_pid = self._find_init()
+
+    def _find_init(self):
+        deadline = time.monotonic() + 10
+        path = "/proc/%d/task/%d/children" % (self._unshare.pid, self._unshare.pid)
+        while time.monotonic() < deadline:
+            try:
+                with open(path) as handle:
+                    kids = handle.read().split()
+            except OSError:
+                kids = []
+            if kids and self._ns_ready(int(kids[0])):
+                return int(kids[0])
+            time.sleep(0.01)
+        raise RuntimeError("PID namespace did not start")
+
+    @staticmethod
+    def _ns_ready(pid):
+        try:
+            return os.path.exists("/proc/%d/root/proc/1/stat" % pid) and \
+                open("/proc/%d/comm" % pid).read().strip() == "tini"
+        except OSError:
+            return False
+
+    def cmd(self, argv):
+        """argv wrapped to run inside the namespace."""
+        return ["nsenter", "-t", str(self.init_pid), "-p", "-m", "--"] + list(argv)
+
+    def run(self, argv, **kwargs):
+        return subprocess.run(self.cmd(argv), **kwargs)
+
+    def popen(self, argv, **kwargs):
+        return subprocess.Popen(self.cmd(argv), **kwargs)
+
+    def state(self, pid):
+        """The process state letter of namespace PID `pid`, or None when it is gone."""
+        try:
+            with open("/proc/%d/root/proc/%d/stat" % (self.init_pid, pid)) as handle:
+                return handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return None
+
+    def alive(self, pid):
+        return self.state(pid) not in (None, "Z")
+
+    def stop(self):
+        try:
+            os.kill(self.init_pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self._unshare.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self._unshare.kill()
+            self._unshare.wait(timeout=5)
