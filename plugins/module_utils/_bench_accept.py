@@ -106,15 +106,20 @@ def _label_end(line):
     raise ValueError("unterminated label set")
 
 
-def counter(metrics, name):
-    """A counter by its base name, with or without the `_total` suffix."""
-    if name + "_total" in metrics:
-        return metrics[name + "_total"]
-    return metrics.get(name)
+def counter(metrics, names):
+    """A counter by its base name (or the first present of several), with or without `_total`."""
+    for name in (names,) if isinstance(names, str) else names:
+        if name + "_total" in metrics:
+            return metrics[name + "_total"]
+        if name in metrics:
+            return metrics[name]
+    return None
 
 
 SGLANG_TOKENS = "sglang:generation_tokens"
-SGLANG_VERIFY = "sglang:spec_verify_calls"
+# SGLang's counter is spec_verify_calls; spec_verify_ct is accepted as an alias
+# (the name of the per-request field, used by some builds and stand-ins).
+SGLANG_VERIFY = ("sglang:spec_verify_calls", "sglang:spec_verify_ct")
 VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
 VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 

@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Percentiles, per-token ITL, TPOT, throughput window and the sweep summary."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
+
+from ansible_collections.gpufleet.serving.plugins.module_utils import _bench_stats as bs  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench_client import Record  # noqa: E402
+
+
+def rec(start, first, chunk_times, cums, tokens, end=None, status=200, error=None):
+    r = Record()
+    r.start, r.first, r.status, r.error = start, first, status, error
+    r.chunk_times = list(chunk_times)
+    r.chunk_cum = list(cums)
+    r.completion_tokens = tokens
+    r.end = end if end is not None else (chunk_times[-1] if chunk_times else start)
+    return r
+
+
+@pytest.mark.parametrize("q, expected", [(0, 1.0), (50, 2.5), (90, 3.7), (99, 3.97), (100, 4.0)])
+def test_percentile_interpolates_like_numpy(q, expected):
+    assert bs.percentile([4.0, 1.0, 3.0, 2.0], q) == pytest.approx(expected)
+
+
+def test_percentile_of_nothing_is_none():
+    assert bs.percentile([], 50) is None
+    assert bs.describe([]) == {"mean": None, "p50": None, "p90": None, "p99": None}
+
+
+def test_itl_is_per_token_with_multi_token_chunks():
+    # Chunks of 3, 3, 1 tokens; gaps 0.06 s and 0.02 s.
+    r = rec(0.0, 0.05, [0.05, 0.11, 0.13], [3, 6, 7], 7)
+    entries, source = bs.itl_entries(r)
+    assert source == "usage"
+    assert entries == pytest.approx([0.02, 0.02, 0.02, 0.02])
+
+
+def test_itl_falls_back_to_average_without_running_usage():
+    r = rec(0.0, 0.05, [0.05, 0.11, 0.17], [None, None, None], 9)
+    entries, source = bs.itl_entries(r)
+    assert source == "average"
+    assert entries == pytest.approx([0.02, 0.02])  # 9 tokens over 3 chunks: 3 a chunk
+
+
+def test_non_increasing_usage_is_not_trusted():
+    r = rec(0.0, 0.05, [0.05, 0.11], [3, 3], 6)
+    assert r.chunk_tokens()[1] == "average"
+
+
+def test_level_metrics_window_tokens_and_tpot():
+    ok1 = rec(10.0, 10.1, [10.1, 10.2, 10.3], [1, 2, 3], 3, end=10.31)
+    ok2 = rec(10.0, 10.2, [10.2, 10.4], [2, 4], 4, end=10.5)
+    bad = rec(10.1, None, [], [], None, end=10.2, status=500, error="HTTP 500: boom")
+    lv = bs.level_metrics(2, [ok1, ok2, bad], warmup_count=2, max_error_samples=5, expected_output_len=4)
+    assert lv["completed"] == 2 and lv["failed"] == 1
+    assert lv["errors"] == ["HTTP 500: boom"]
+    assert lv["duration_s"] == pytest.approx(0.5)
+    assert lv["output_tokens"] == 7
+    assert lv["output_tok_s"] == pytest.approx(14.0)
+    assert lv["requests_per_s"] == pytest.approx(4.0)
+    assert lv["ttft_ms"]["mean"] == pytest.approx(150.0)
+    # TPOT: (0.31-0.1)/2 = 0.105 and (0.5-0.2)/3 = 0.1
+    assert lv["tpot_ms"]["p50"] == pytest.approx(102.5)
+    assert lv["short_outputs"] == 1
+    assert lv["itl_token_source"] == {"usage": 2, "average": 0}
+
+
+def test_error_samples_are_distinct_and_bounded():
+    bads = [rec(0.0, None, [], [], None, end=1.0, status=500, error="e%d" % (i % 3)) for i in range(10)]
+    lv = bs.level_metrics(1, bads, 0, max_error_samples=2)
+    assert lv["failed"] == 10
+    assert lv["errors"] == ["e0", "e1"]
+    assert lv["output_tok_s"] == 0.0
+
+
+def test_summary_picks_single_stream_and_peak():
+    levels = [
+        {"concurrency": 1, "output_tok_s": 63.6, "accept_length": None, "completed": 8, "failed": 0},
+        {"concurrency": 64, "output_tok_s": 2400.0, "accept_length": 2.0, "completed": 128, "failed": 1},
+        {"concurrency": 128, "output_tok_s": 2370.0, "accept_length": 3.0, "completed": 256, "failed": 0},
+    ]
+    s = bs.summary(levels)
+    assert s["single_stream_tok_s"] == 63.6
+    assert (s["peak_tok_s"], s["peak_concurrency"]) == (2400.0, 64)
+    assert s["accept_length"] == 2.5
+    assert (s["completed"], s["failed"]) == (392, 1)

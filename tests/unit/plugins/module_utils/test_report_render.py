@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Markdown numbers and ratios, the PNG, the files and matplotlib's absence."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
+
+from ansible_collections.gpufleet.serving.plugins.module_utils import _report_files as rf  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils import _report_markdown as rmd  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils import _report_merge as rm  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils import _report_plot as rp  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary  # noqa: E402
+
+
+def lv(c, tps, p50, p99, accept=None):
+    return {"concurrency": c, "output_tok_s": tps, "ttft_ms": {"p50": p50, "p99": p99},
+            "accept_length": accept, "completed": 8, "failed": 0}
+
+
+RESULTS = {
+    "gpu01": {"baseline": {"levels": [lv(1, 63.6, 120.0, 130.0), lv(128, 2370.0, 900.0, 2100.0)]},
+              "candidate": {"levels": [lv(1, 95.4, 110.0, 125.0, 3.1), lv(128, 2133.0, 950.0, 2300.0, 2.9)]}},
+    "gpu02": {"baseline": {"levels": [lv(1, 64.0, 121.0, 131.0), lv(128, 2380.0, 910.0, 2110.0)]},
+              "candidate": {"levels": [lv(1, 96.0, 111.0, 126.0, 3.0), lv(128, 2142.0, 951.0, 2301.0, 3.0)]}},
+}
+
+
+def table_rows(md, first_cell):
+    return [[c.strip() for c in line.strip("|").split("|")]
+            for line in md.splitlines() if line.startswith("| %s " % first_cell)]
+
+
+def test_markdown_summary_and_level_tables():
+    md = rmd.render(rm.merge(RESULTS, "T", "sglang", "eagle3"), plot_name="benchmark.png")
+    assert md.startswith("# T\n")
+    rows = table_rows(md, "gpu01")
+    assert rows[0] == ["gpu01", "sglang", "63.6", "2370.0", "128", "120.0 / 130.0", "900.0 / 2100.0", "-", "0"]
+    assert rows[1] == ["gpu01", "eagle3", "95.4", "2133.0", "128", "110.0 / 125.0", "950.0 / 2300.0", "3.00", "0"]
+    fleet = table_rows(md, "**fleet** (2 hosts)")
+    assert fleet[0][2:5] == ["127.6", "4750.0", "128"]
+    assert fleet[1][2:5] == ["191.4", "4275.0", "128"]
+    # Fleet per-level: 191.4/127.6 = 1.50x, 4275/4750 = 0.90x
+    assert table_rows(md, "1")[0][:4] == ["1", "127.6", "191.4", "1.50x"]
+    assert table_rows(md, "128")[0][:4] == ["128", "4750.0", "4275.0", "0.90x"]
+    # gpu01 per-level row at 128: ratio 2133/2370 = 0.90x, TTFT p50s, accept length
+    assert ["128", "2370.0", "2133.0", "0.90x", "900.0", "950.0", "2.90"] in table_rows(md, "128")
+    assert "![throughput against concurrency](benchmark.png)" in md
+
+
+def test_png_is_a_real_image():
+    png = rp.render_png(rm.merge(RESULTS))
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(png) > 20000
+    assert png == rp.render_png(rm.merge(RESULTS))  # same input, same bytes
+
+
+def test_files_written_then_unchanged(tmp_path):
+    out = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c")
+    assert out["changed"]
+    assert json.loads(pathlib.Path(out["json_path"]).read_text())["fleet"]["baseline"]["peak_tok_s"] == 4750.0
+    assert pathlib.Path(out["markdown_path"]).read_text() == out["markdown"]
+    assert pathlib.Path(out["plot_path"]).read_bytes()[:4] == b"\x89PNG"
+    again = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c")
+    assert not again["changed"]
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    out = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c", check_mode=True)
+    assert out["changed"] and not (tmp_path / "r").exists()
+
+
+def test_without_matplotlib_no_png_and_a_note(tmp_path, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(MissingLibrary):
+        rp.render_png(rm.merge(RESULTS))
+    out = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c")
+    assert out["plot_path"] is None
+    assert not list((tmp_path / "r").glob("*.png"))
+    assert any("matplotlib is not installed" in n for n in out["notes"])
+    assert "matplotlib is not installed" in out["markdown"]
+    assert "![" not in out["markdown"]
