@@ -61,7 +61,21 @@ class Server(object):
         time.sleep(self.args.step)
 
     def crash_here(self, phase):
-        return self.args.crash != "none" and self.args.crash_at == phase
+        if self.args.crash != "none" and self.args.crash_at == phase:
+            self.hold()
+            return True
+        return False
+
+    def hold(self):
+        """With --hold FILE, stop here until the test creates FILE (it knows the waiter is watching)."""
+        if not self.args.hold:
+            return
+        deadline = time.monotonic() + 120
+        while not os.path.exists(self.args.hold):
+            if time.monotonic() > deadline:
+                self.raw("hold file %s never appeared" % self.args.hold)
+                self.die(code=99)
+            time.sleep(0.005)
 
     def die(self, code=None, sig=None):
         self.event("died", code=code, sig=sig)
@@ -107,6 +121,7 @@ class Server(object):
 
     def listen(self):
         if self.sock is None:
+            self.hold()  # a bind that fails: let the test watch it happen
             self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
@@ -151,10 +166,10 @@ class Server(object):
         self.log("INFO:     Application startup complete.")
         self.log("INFO:     Uvicorn running on http://127.0.0.1:%d (Press CTRL+C to quit)" % self.port)
         self.log('INFO:     127.0.0.1:51234 - "GET /model_info HTTP/1.1" 200 OK')
+        time.sleep(self.args.warmup)  # /health answers 503 meanwhile
         if self.crash_here("warmup"):
-            time.sleep(self.args.warmup)
             self.crash()
-        time.sleep(self.args.warmup)
+        self.hold()
         self.log('INFO:     127.0.0.1:51236 - "POST /generate HTTP/1.1" 200 OK')
         self.turn_ready()
         self.log("The server is fired up and ready to roll!")
@@ -164,6 +179,8 @@ class Server(object):
         core = "(EngineCore_DP0 pid=%d) INFO {ts} " % pid
         api = "(APIServer pid=%d) INFO {ts} " % pid
         self.log(api + "[api_server.py:1896] vLLM API server version 0.11.0")
+        self.log(api + "[utils.py:233] non-default args: {'model': '%s', 'port': %d, 'api_key': [%r]}"
+                 % (MODEL, self.port, self.args.api_key))
         self.log(core + "[core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: model='%s'" % MODEL)
         self.log(core + "[gpu_model_runner.py:2602] Starting to load model %s..." % MODEL)
         if self.crash_here("load"):
@@ -184,6 +201,7 @@ class Server(object):
         self.log(api + "[api_server.py:1885] Starting vLLM API server 0 on http://127.0.0.1:%d" % self.port)
         self.log(api.replace("{ts} ", "") + "   Started server process [%d]" % pid)
         self.log(api.replace("{ts} ", "") + "   Waiting for application startup.")
+        self.hold()
         self.turn_ready()
         self.log(api.replace("{ts} ", "") + "   Application startup complete.")
 
@@ -197,6 +215,7 @@ class Server(object):
             with open(self.args.pidfile, "w") as handle:
                 handle.write("%d\n" % os.getpid())
         if self.args.crash == "bad_argument":
+            self.hold()
             # argparse writes usage and the error to stderr (redirected to the log), exit 2.
             self.raw("usage: launch_server.py [-h] --model-path MODEL_PATH [--tp-size TP_SIZE]")
             self.raw("launch_server.py: error: argument --tp-size/--tensor-parallel-size: invalid int value: 'eight'")
@@ -275,6 +294,7 @@ def parse_args(argv=None):
                         choices=("none", "oom", "oom_kv", "warmup_error", "exit3", "bad_argument", "silent_exit2"))
     parser.add_argument("--crash-at", default="load", choices=("load", "kv", "graph", "warmup"))
     parser.add_argument("--api-key")
+    parser.add_argument("--hold", help="before turning ready (or crashing), wait until this file exists")
     parser.add_argument("--hang-health", action="store_true", help="/health never answers")
     return parser.parse_args(argv)
 
