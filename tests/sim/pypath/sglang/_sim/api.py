@@ -50,18 +50,20 @@ def make_request(kind, body, sim_seed, eos_prob):
         max_new = sp.get("max_new_tokens", 128)
         ignore_eos = bool(sp.get("ignore_eos", False))
         seed = sp.get("sampling_seed")
+        temperature = sp.get("temperature", 1.0)
     else:
         max_new = body.get("max_completion_tokens") or body.get("max_tokens") or (
             16 if kind == "completion" else 2048)
         ignore_eos = bool(body.get("ignore_eos", False))
         seed = body.get("seed")
+        temperature = body.get("temperature", 1.0)
     if not isinstance(max_new, int) or max_new < 0:
         raise BadRequest("max_tokens must be a non-negative integer")
     rid = uuid.uuid4().hex
     # Same server seed, prompt and request seed -> the same EOS and acceptance draws.
     material = "%s|%s|%s" % (sim_seed, seed if seed is not None else "", material)
-    if seed is None:
-        material += "|%d" % next(_counter) if body.get("temperature", 1.0) else ""
+    if seed is None and temperature:
+        material += "|%d" % next(_counter)  # sampling without a seed: each request differs
     return Request(rid, prompt_tokens, max(max_new, 1), ignore_eos, material, eos_prob)
 
 
