@@ -13,7 +13,8 @@ c * n / (ttft + (ceil(n/K) - 1) * K / rate) for n output tokens.
         --flavor sglang --spec --fail-every 5
 
 prints `READY <port>` once listening. SIGTERM/SIGINT stop it.
-Endpoints: GET /v1/models /health /metrics /server_info /stats;
+Endpoints: GET /v1/models /health /metrics /server_info /stats[?reset=1] (the
+server's own tok/s since the last reset: tokens / (first request in - last byte out));
 POST /v1/completions /v1/chat/completions (stream or not).
 """
 
@@ -37,6 +38,18 @@ class State(object):
         self.tokens = COUNTER_START          # generation tokens
         self.steps = COUNTER_START           # sglang verify calls / vllm drafts
         self.accepted = COUNTER_START * 0.5  # vllm accepted draft tokens (lifetime rate 1.5)
+        self.reset()
+
+    def reset(self):
+        """The server's own view of the streams since the last reset (GET /stats?reset=1)."""
+        self.window = {"requests": 0, "tokens": 0, "first_recv": None, "last_write": None}
+
+    def served(self, t_recv, t_last, tokens):
+        w = self.window
+        w["requests"] += 1
+        w["tokens"] += tokens
+        w["first_recv"] = t_recv if w["first_recv"] is None else min(w["first_recv"], t_recv)
+        w["last_write"] = t_last if w["last_write"] is None else max(w["last_write"], t_last)
 
 
 def _sse(obj):
@@ -139,6 +152,7 @@ async def stream(writer, st, req, chat):
                                 "total_tokens": p_tokens + sent}})
     tail += b"data: [DONE]\n\n"
     writer.write(_chunked(tail) + b"0\r\n\r\n")
+    st.served(t0, loop.time(), sent)
     await writer.drain()
 
 
@@ -168,9 +182,13 @@ async def handle(reader, writer, st):
                     "speculative_algorithm": "EAGLE3" if a.spec else None,
                     "internal_states": [{"avg_spec_accept_length": a.server_info_accept}],
                 })
-            elif method == "GET" and path == "/stats":
-                _json_response(writer, 200, {"posts": st.posts, "requests": st.requests,
-                                             "tokens": st.tokens - COUNTER_START})
+            elif method == "GET" and path.startswith("/stats"):
+                w = dict(st.window)
+                span = (w["last_write"] - w["first_recv"]) if w["requests"] else None
+                w["tok_s"] = w["tokens"] / span if span else None
+                _json_response(writer, 200, {"posts": st.posts, "requests": st.requests, "window": w})
+                if path.endswith("reset=1"):
+                    st.reset()
             elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
                 st.posts += 1
                 if a.fail_every and st.posts % a.fail_every == 0:

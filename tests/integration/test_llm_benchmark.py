@@ -1,0 +1,263 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""llm_benchmark against real servers on loopback: the known-rate test server and,
+when present, the simulated SGLang server. Every server is started here and
+stopped here, by the PID this test got."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO / "build" / "collections"))
+sys.path.insert(0, str(HERE))
+
+from _bench_server import expected_tok_s  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench_run import run_benchmark  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
+
+SERVER = str(HERE / "_bench_server.py")
+PY = str(REPO / ".venv" / "bin" / "python")
+SIM_PY = REPO / "tests" / "sim" / "bin" / "sglang-python"
+SIM_MODEL = REPO / "tests" / "sim" / "models" / "kimi-k2.5-int4"
+SIM_DRAFT = REPO / "tests" / "sim" / "models" / "aq-medai-kimi-k2-eagle3"
+
+
+class BenchServer(object):
+    """_bench_server.py in a child process; READY <port> on its stdout."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([sys.executable, SERVER, "--port", "0"] + list(args),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        ready = sel.select(timeout=10)
+        sel.close()
+        line = self.proc.stdout.readline().decode() if ready else ""
+        if not line.startswith("READY "):
+            self.stop()
+            raise AssertionError("test server did not start: %r %r" % (line, self.proc.stderr.read()))
+        self.port = int(line.split()[1])
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def stats(self, reset=False):
+        with urllib.request.urlopen(self.url + "/stats" + ("?reset=1" if reset else ""), timeout=5) as r:
+            return json.loads(r.read())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+@pytest.fixture
+def server():
+    started = []
+
+    def start(*args):
+        s = BenchServer(*args)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+def params(url, **kw):
+    p = dict(base_url=url, model=None, levels=[1], requests_per_level=None, warmup_requests=None,
+             input_len=16, output_len=32, api="completions", temperature=0.0, seed=0, request_timeout=30.0,
+             max_error_samples=5, api_key=None, validate_certs=True, output=None, flavor="auto")
+    p.update(kw)
+    return p
+
+
+def test_throughput_matches_the_known_rate_at_1_and_32(server):
+    rate, ttft, n = 100.0, 0.05, 32
+    s = server("--rate", str(rate), "--ttft", str(ttft))
+    res = run_benchmark(params(s.url, levels=[1, 32], output_len=n))
+    for lv in res["levels"]:
+        ideal = expected_tok_s(lv["concurrency"], n, rate, ttft, 1)
+        assert lv["completed"] == lv["requests"] and lv["failed"] == 0
+        assert lv["output_tokens"] == lv["requests"] * n  # server usage counts, all of them
+        assert 0.96 * ideal <= lv["output_tok_s"] <= 1.01 * ideal, (lv["concurrency"], lv["output_tok_s"], ideal)
+        assert lv["ttft_ms"]["p50"] == pytest.approx(ttft * 1000, rel=0.25)
+        assert lv["itl_ms"]["p50"] == pytest.approx(1000 / rate, rel=0.1)
+        assert lv["tpot_ms"]["mean"] == pytest.approx(1000 / rate, rel=0.1)
+    one, many = res["levels"]
+    assert (one["requests"], one["warmup_requests"]) == (8, 1)
+    assert (many["requests"], many["warmup_requests"]) == (64, 32)
+    assert res["summary"]["single_stream_tok_s"] == one["output_tok_s"]
+    assert res["summary"]["peak_concurrency"] == 32
+    assert res["server"] == {"base_url": s.url, "model": "test-model", "flavor": "sglang"}
+    assert one["accept_length"] is None  # sglang without speculative counters
+
+
+@pytest.mark.parametrize("flavor, k, continuous", [("sglang", 4, True), ("vllm", 3, True), ("sglang", 4, False)])
+def test_itl_per_token_and_acceptance_of_the_run_only(server, flavor, k, continuous):
+    rate = 100.0
+    args = ["--rate", str(rate), "--ttft", "0.02", "--tokens-per-chunk", str(k), "--flavor", flavor, "--spec"]
+    if not continuous:
+        args.append("--no-continuous-usage")
+    s = server(*args)
+    lv = run_benchmark(params(s.url, levels=[4], output_len=24))["levels"][0]
+    # Per token, not per chunk: a chunk of k tokens every k/rate s is 1/rate s a token.
+    assert lv["itl_ms"]["p50"] == pytest.approx(1000 / rate, rel=0.1)
+    assert lv["itl_ms"]["mean"] == pytest.approx(1000 / rate, rel=0.1)
+    assert lv["itl_token_source"] == ({"usage": 8, "average": 0} if continuous else {"usage": 0, "average": 8})
+    # Counters started at 1e6 with a lifetime acceptance of 1.0 (sglang) / 1.5 (vllm):
+    # only the delta over this level gives k.
+    assert lv["accept_length"] == pytest.approx(float(k))
+    assert lv["accept_source"] == "metrics"
+
+
+def test_acceptance_from_server_info_without_metrics(server):
+    s = server("--tokens-per-chunk", "2", "--spec", "--no-metrics", "--server-info-accept", "2.25", "--rate", "400")
+    lv = run_benchmark(params(s.url, levels=[2], output_len=8))["levels"][0]
+    assert (lv["accept_length"], lv["accept_source"]) == (2.25, "server_info")
+
+
+def test_failed_requests_are_counted_with_samples(server):
+    s = server("--fail-every", "4", "--rate", "400")
+    lv = run_benchmark(params(s.url, levels=[2], requests_per_level=8, warmup_requests=0, output_len=8))["levels"][0]
+    assert (lv["completed"], lv["failed"]) == (6, 2)
+    assert len(lv["errors"]) == 2
+    assert all(e.startswith("HTTP 500: ") and "injected failure" in e for e in lv["errors"])
+    assert lv["output_tokens"] == 6 * 8
+
+
+def test_ignore_eos_keeps_outputs_full_length(server):
+    s = server("--eos-at", "5", "--rate", "400")  # stops at 5 tokens unless ignore_eos is sent
+    lv = run_benchmark(params(s.url, levels=[2], output_len=20, api="chat"))["levels"][0]
+    assert lv["short_outputs"] == 0 and lv["output_tokens"] == lv["requests"] * 20
+
+
+def test_unknown_server_has_no_acceptance(server):
+    s = server("--flavor", "none", "--rate", "400")
+    res = run_benchmark(params(s.url, levels=[1], requests_per_level=2, output_len=4))
+    assert res["server"]["flavor"] == "unknown"
+    assert res["levels"][0]["accept_length"] is None
+
+
+def test_no_server_fails_with_a_message():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(GpuFleetError, match="no answer from http://127.0.0.1:%d/v1/models" % port):
+        run_benchmark(params("http://127.0.0.1:%d" % port))
+
+
+def ansible_module(args, check=False):
+    cmd = [str(REPO / ".venv" / "bin" / "ansible"), "localhost", "-m", "gpufleet.serving.llm_benchmark",
+           "-a", json.dumps(args), "-e", "ansible_python_interpreter=%s" % PY]
+    if check:
+        cmd.append("--check")
+    # The json stdout callback lives in ansible.posix (not installed); ad-hoc output is
+    # "localhost | CHANGED => {JSON}" from ansible-core's own minimal callback.
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="minimal", ANSIBLE_NOCOLOR="1")
+    out = subprocess.run(cmd, cwd=str(REPO), env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return json.loads(out.stdout.split("=>", 1)[1])
+
+
+def test_module_through_ansible(server, tmp_path):
+    s = server("--rate", "200", "--ttft", "0.01", "--tokens-per-chunk", "2", "--flavor", "vllm", "--spec")
+    dest = tmp_path / "out" / "bench.json"
+    args = {"base_url": s.url + "/v1", "levels": [1, 4], "input_len": 8, "output_len": 16, "output": str(dest),
+            "api_key": "secret-key"}
+    res = ansible_module(args, check=True)
+    assert res["changed"] is True and "output" not in res and not dest.exists()
+    res = ansible_module(args)
+    assert res["changed"] is True
+    assert [lv["concurrency"] for lv in res["levels"]] == [1, 4]
+    assert res["server"]["flavor"] == "vllm" and res["server"]["model"] == "test-model"
+    assert all(lv["accept_length"] == 2.0 for lv in res["levels"])
+    assert res["levels"][1]["output_tok_s"] == pytest.approx(expected_tok_s(4, 16, 200.0, 0.01, 2), rel=0.05)
+    assert res["output"] == str(dest)
+    written = json.loads(dest.read_text())
+    assert written["levels"] == res["levels"] and written["summary"] == res["summary"]
+    assert "secret-key" not in dest.read_text()
+
+
+# --- the simulated SGLang server (tests/sim), when a colleague's kit is present ---------
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def sim_server(tmp_path):
+    if not (SIM_PY.exists() and SIM_MODEL.exists()):
+        pytest.skip("the simulated SGLang server (tests/sim/bin/sglang-python) is absent")
+    started = []
+
+    def start(*extra):
+        port = _free_port()
+        log = open(str(tmp_path / ("sim-%d.log" % port)), "wb")
+        proc = subprocess.Popen(
+            [str(SIM_PY), "-m", "sglang.launch_server", "--model-path", str(SIM_MODEL), "--host", "127.0.0.1",
+             "--port", str(port), "--tp-size", "1", "--enable-metrics"] + list(extra),
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        started.append((proc, log))
+        url = "http://127.0.0.1:%d" % port
+        deadline = time.monotonic() + 60
+        while True:  # poll /health until 200 (bounded); fail if the process died
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=5) as r:
+                    if r.status == 200:
+                        return url
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("simulated server not ready: %s" % (tmp_path / ("sim-%d.log" % port)))
+            time.sleep(0.05)
+
+    yield start
+    for proc, log in started:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the session this test created, led by its own child
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+        log.close()
+
+
+def test_against_the_simulated_sglang(sim_server):
+    base = sim_server()
+    res = run_benchmark(params(base, levels=[1, 8], output_len=32))
+    one, eight = res["levels"]
+    assert res["server"]["flavor"] == "sglang"
+    assert one["failed"] == 0 and eight["failed"] == 0
+    assert one["output_tok_s"] == pytest.approx(63.6, rel=0.1)  # the sim's calibrated single stream
+    assert eight["output_tok_s"] > 5 * one["output_tok_s"]  # batching: about 7x in the sim's model
+    assert one["accept_length"] is None
+    spec = sim_server("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(SIM_DRAFT),
+                      "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                      "--speculative-num-draft-tokens", "4")
+    lv = run_benchmark(params(spec, levels=[1], requests_per_level=4, warmup_requests=1, output_len=32))["levels"][0]
+    assert lv["failed"] == 0
+    assert lv["accept_length"] is not None and 1.0 < lv["accept_length"] <= 4.0
+    # Several tokens a chunk: ITL is per token, so it agrees with TPOT (a per-chunk
+    # ITL would be about accept_length times larger).
+    assert lv["itl_ms"]["mean"] == pytest.approx(lv["tpot_ms"]["mean"], rel=0.25)
