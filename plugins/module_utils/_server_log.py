@@ -59,7 +59,8 @@ _PHASE_RULES = (
 
 # Strong markers that tell which server wrote the log (first one seen decides).
 _FLAVOR_MARKERS = (
-    ("sglang", re.compile(r"Load weight begin|ServerArgs\(|ready to roll|sglang[:./]|\[\d{4}-\d\d-\d\d [\d:]+ (?:DP\d+ )?TP\d+\]")),
+    ("sglang", re.compile(r"Load weight begin|ServerArgs\(|ready to roll|sglang[:./]"
+                          r"|\[\d{4}-\d\d-\d\d [\d:]+ (?:DP\d+ )?TP\d+\]")),
     ("vllm", re.compile(r"vLLM|\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorkerProcess) pid=\d+\)|vllm[./]")),
 )
 

@@ -22,7 +22,7 @@ description:
   - Writes progress lines to O(progress_file) while it waits, since a module cannot print while it runs.
   - Only reads; never changes anything on the host (C(changed) is always false).
 author:
-  - gpufleet.serving maintainers
+  - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
 attributes:
@@ -240,14 +240,16 @@ phases:
     line:
       description: The log line that announced the phase.
       type: str
-      sample: "[2025-11-30 12:50:10 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=39.48 GB"
+      sample: "[2025-11-30 12:50:10 TP0] Capture cuda graph begin. This can take up to several minutes."
 flavor:
   description: V(sglang), V(vllm), or null when it could not be told.
   returned: always
   type: str
   sample: sglang
 model_info:
-  description: The JSON of SGLang's C(/model_info) (or C(/get_model_info)), else vLLM's C(/v1/models); null if none answered.
+  description:
+    - The JSON of SGLang's C(/model_info) (or C(/get_model_info)), else vLLM's C(/v1/models).
+    - Null if none answered.
   returned: when ready
   type: dict
   sample: {"model_path": "moonshotai/Kimi-K2-Instruct", "is_generation": true}
