@@ -1,0 +1,134 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Process table: tree relations on hand-built tables, and a snapshot of a real tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils import _proctable as pt
+from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import ProcInfo
+
+
+def table_of(edges):
+    """{pid: ppid} -> {pid: ProcInfo}."""
+    return {pid: ProcInfo(pid, ppid, 1.0, "u", ["p%d" % pid], "p", "sleeping") for pid, ppid in edges.items()}
+
+
+#   1 -> 10 -> 11 -> 12
+#        10 -> 13
+#   1 -> 20 -> 21
+#   1 -> 30
+TREE = table_of({1: 0, 10: 1, 11: 10, 12: 11, 13: 10, 20: 1, 21: 20, 30: 1})
+
+
+@pytest.mark.parametrize("roots, expected", [
+    ([10], {11, 12, 13}),
+    ([11], {12}),
+    ([12], set()),
+    ([10, 20], {11, 12, 13, 21}),
+    ([10, 11], {12, 13}),          # a root below another root is not reported as a descendant
+    ([1], {10, 11, 12, 13, 20, 21, 30}),
+    ([999], set()),                # not in the table
+    ([], set()),
+])
+def test_descendants(roots, expected):
+    assert pt.descendants(TREE, roots) == expected
+
+
+@pytest.mark.parametrize("pid, expected", [
+    (12, [11, 10, 1]),
+    (21, [20, 1]),
+    (1, []),
+    (999, []),
+])
+def test_ancestors(pid, expected):
+    assert pt.ancestors(TREE, pid) == expected
+
+
+def test_ancestors_stop_at_a_parent_missing_from_the_table():
+    # nsenter'd processes have a parent outside the namespace (ppid 0 or unknown)
+    table = table_of({5: 4, 6: 5})
+    assert pt.ancestors(table, 6) == [5, 4]
+
+
+def test_cycles_terminate():
+    table = table_of({5: 6, 6: 5, 7: 6})
+    assert pt.descendants(table, [5]) == {6, 7}
+    assert pt.ancestors(table, 7) == [6, 5]
+
+
+def test_children_map():
+    assert sorted(pt.children_map(TREE)[10]) == [11, 13]
+    assert pt.children_map(TREE)[0] == [1]
+
+
+@pytest.mark.parametrize("argv, cmdline", [
+    (["python3", "-m", "sglang.launch_server", "--tp", "8"], "python3 -m sglang.launch_server --tp 8"),
+    (["sglang::scheduler_TP0" + " " * 40], "sglang::scheduler_TP0"),  # setproctitle padding
+    ([], ""),
+    (None, ""),
+])
+def test_procinfo_cmdline(argv, cmdline):
+    info = ProcInfo(7, 1, 1.0, "root", argv, None, None)
+    assert info.cmdline == cmdline
+    assert info.as_dict() == {"pid": 7, "user": "root", "cmdline": cmdline, "state": ""}
+
+
+@pytest.mark.parametrize("pid, ppid, kernel", [(2, 0, True), (3, 2, True), (1, 0, False), (40, 1, False)])
+def test_kernel_thread(pid, ppid, kernel):
+    assert ProcInfo(pid, ppid, 1.0, "root", [], "k", "S").is_kernel_thread is kernel
+
+
+# A real tree: parent -> (mid -> grandchild), leaf. Each blocks on stdin and exits at EOF.
+LEAF = "import sys; sys.stdin.read()"
+MID = r"""
+import subprocess, sys
+gc = subprocess.Popen([sys.executable, "-c", %r, "grandchild"], stdin=subprocess.PIPE)
+print(gc.pid, flush=True)
+sys.stdin.read()
+""" % LEAF
+PARENT = r"""
+import json, subprocess, sys
+mid = subprocess.Popen([sys.executable, "-c", %r, "mid"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+leaf = subprocess.Popen([sys.executable, "-c", %r, "leaf"], stdin=subprocess.PIPE)
+gc = int(mid.stdout.readline())
+print(json.dumps({"mid": mid.pid, "leaf": leaf.pid, "grandchild": gc}), flush=True)
+sys.stdin.read()
+""" % (MID, LEAF)
+
+
+@pytest.fixture
+def real_tree(own_procs):
+    parent = own_procs.start(PARENT, "tree-parent")
+    line = parent.stdout.readline()
+    assert line, "the tree's parent did not report its children"
+    kids = json.loads(line)
+    for pid in kids.values():
+        own_procs.adopt(pid)
+    return dict(kids, parent=parent.pid)
+
+
+def test_snapshot_captures_real_tree(real_tree):
+    table = pt.snapshot()
+    parent = real_tree["parent"]
+    assert pt.descendants(table, [parent]) == {real_tree["mid"], real_tree["leaf"], real_tree["grandchild"]}
+    assert pt.descendants(table, [real_tree["mid"]]) == {real_tree["grandchild"]}
+    assert pt.ancestors(table, real_tree["grandchild"])[:3] == [real_tree["mid"], parent, os.getpid()]
+    assert table[parent].argv[:2] == [sys.executable, "-c"] and table[parent].argv[-1] == "tree-parent"
+    assert table[real_tree["grandchild"]].argv[-1] == "grandchild"
+    assert table[parent].ppid == os.getpid()
+    assert table[parent].create_time > 0
+    assert pt.self_pid() == os.getpid() and os.getpid() in table
+
+
+def test_snapshot_sees_our_own_tree_from_protection_view(real_tree):
+    # the same relations gpu_release uses for "own tree": everything we started is ours
+    table = pt.snapshot()
+    ours = pt.descendants(table, [os.getpid()])
+    assert {real_tree["parent"], real_tree["mid"], real_tree["leaf"], real_tree["grandchild"]} <= ours
