@@ -48,7 +48,7 @@ class Target:
                 self._pidfd = os.pidfd_open(self.info.pid)
                 # Check again now that the pidfd pins whatever holds the PID.
                 if abs(proc.create_time() - self.info.create_time) > 0.01:
-                    self._close()
+                    self.close()
                     return False
             self._proc = proc
             return proc.status() != psutil.STATUS_ZOMBIE
@@ -81,7 +81,7 @@ class Target:
         if not self.gone:
             self.gone = True
             self.gone_at = now
-            self._close()
+            self.close()
 
     def refresh(self, now):
         """Non-blocking: has the process exited (or become a zombie)?"""
@@ -104,7 +104,7 @@ class Target:
         except psutil.NoSuchProcess:
             return "gone"
 
-    def _close(self):
+    def close(self):
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
@@ -156,4 +156,4 @@ def release(targets, term_timeout, deadline, on_progress=None):
 
 def close_all(targets):
     for target in targets:
-        target._close()
+        target.close()

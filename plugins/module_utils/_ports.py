@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Is a TCP port free to listen on, and if not, who holds it?"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+from ._proctable import psutil
+
+
+def port_holder(host, port):
+    """None when HOST:PORT can be bound now, else a description of the holder."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    # As servers do: connections of a previous server lingering in TIME_WAIT
+    # must not count, only a live listener.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        return None
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            return "cannot bind %s:%d (%s)" % (host, port, exc.strerror)
+    finally:
+        sock.close()
+    return _who_listens(port) or "a process not visible from here (another user or PID namespace)"
+
+
+def _who_listens(port):
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, OSError):
+        return None
+    for conn in conns:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+            try:
+                proc = psutil.Process(conn.pid)
+                return "pid %d (%s, user %s)" % (conn.pid, " ".join(proc.cmdline()).strip()[:160], proc.username())
+            except psutil.Error:
+                return "pid %d" % conn.pid
+    return None

@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A server process supervised without systemd: its own session, a state file.
+
+The server starts as the leader of a new session and process group, with its
+output appended to a log file, so it outlives the Ansible task and can be
+stopped as a group. The state file records PID, start time, process group and
+the configuration fingerprint, so a later run knows whether the same server
+still runs (a reused PID has another start time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+from ._errors import GpuFleetError
+from ._ports import port_holder
+from ._proctable import ProcInfo, psutil
+from ._signals import Target, wait_gone
+
+
+def read_state(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _write_state(path, state):
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(state, handle)
+    os.replace(tmp, path)
+
+
+def running_target(state):
+    """A Target pinned to the recorded server, or None when it is gone."""
+    if not state:
+        return None
+    info = ProcInfo(state["pid"], 0, state["create_time"], None, state.get("argv"), "", "")
+    target = Target(info, "supervised")
+    return None if target.gone else target
+
+
+def status(state_path):
+    state = read_state(state_path)
+    target = running_target(state)
+    out = {"running": target is not None, "state_file": state_path}
+    if state:
+        out.update(pid=state.get("pid"), fingerprint=state.get("fingerprint"),
+                   log_path=state.get("log_path"), started_at=state.get("started_at"))
+    if target is not None:
+        target.close()
+    return out
+
+
+def start(argv, env, log_path, state_path, fingerprint, listen=None, cwd=None):
+    """Launch ARGV in its own session; fail naming the holder if the port is taken."""
+    if listen:
+        holder = port_holder(listen[0], int(listen[1]))
+        if holder:
+            raise GpuFleetError("port %s:%s is already in use by %s; stop it or choose another port"
+                                % (listen[0], listen[1], holder))
+    for directory in {os.path.dirname(log_path), os.path.dirname(state_path)}:
+        try:
+            os.makedirs(directory, mode=0o750, exist_ok=True)
+        except OSError as exc:
+            raise GpuFleetError("cannot create %s: %s" % (directory, exc.strerror))
+    full_env = dict(os.environ)
+    full_env.update({k: str(v) for k, v in (env or {}).items()})
+    try:
+        # One log per launch (the previous one kept as .1): readiness checks
+        # read the log from its start and must not see the last run's lines.
+        if os.path.exists(log_path):
+            os.replace(log_path, log_path + ".1")
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+    except OSError as exc:
+        raise GpuFleetError("cannot open the log file %s: %s" % (log_path, exc.strerror))
+    try:
+        proc = subprocess.Popen(argv, env=full_env, cwd=cwd or "/", stdin=subprocess.DEVNULL,
+                                stdout=log_fd, stderr=log_fd, close_fds=True, start_new_session=True)
+    except OSError as exc:
+        raise GpuFleetError("cannot start %s: %s" % (argv[0], exc.strerror or exc))
+    finally:
+        os.close(log_fd)
+    create_time = psutil.Process(proc.pid).create_time()
+    state = {"pid": proc.pid, "pgid": proc.pid, "create_time": create_time, "argv": argv,
+             "fingerprint": fingerprint, "log_path": log_path, "started_at": time.time()}
+    _write_state(state_path, state)
+    return state
+
+
+def stop(state_path, stop_timeout):
+    """SIGTERM the recorded process group, wait for the leader, SIGKILL what is left.
+
+    Returns (changed, details).
+    """
+    state = read_state(state_path)
+    target = running_target(state)
+    if target is None:
+        if state is not None:
+            os.unlink(state_path)
+        return False, {"was_running": False}
+    pgid = state["pgid"]
+    started = time.monotonic()
+    # Like systemd's KillMode=mixed: SIGTERM to the server alone, so it can
+    # drain in-flight requests and end its own workers; SIGKILL the rest after.
+    target.send(signal.SIGTERM, time.monotonic())
+    alive = wait_gone([target], time.monotonic() + stop_timeout)
+    if alive:
+        target.send(signal.SIGKILL, time.monotonic())
+    # Members of the group that outlived the leader (they keep the group ID
+    # from being reused, so pinning them by start time is enough).
+    members = _group_members(pgid, state["create_time"])
+    for member in members:
+        member.send(signal.SIGKILL, time.monotonic())
+    wait_gone([target] + members, time.monotonic() + 10)
+    for pinned in [target] + members:
+        pinned.close()
+    os.unlink(state_path)
+    return True, {"was_running": True, "pid": state["pid"], "graceful": not alive,
+                  "stop_seconds": round(time.monotonic() - started, 3)}
+
+
+def _group_members(pgid, not_before):
+    out = []
+    for proc in psutil.process_iter(["pid", "create_time"]):
+        try:
+            if os.getpgid(proc.pid) != pgid or proc.info["create_time"] < not_before - 0.01:
+                continue
+        except OSError:
+            continue
+        info = ProcInfo(proc.pid, 0, proc.info["create_time"], None, [], "", "")
+        target = Target(info, "group member")
+        if not target.gone:
+            out.append(target)
+    return out

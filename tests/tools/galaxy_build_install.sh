@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The collection builds with ansible-galaxy, installs, and its modules and
+# playbooks resolve from the installed copy (not from this checkout).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+"$repo/.venv/bin/ansible-galaxy" collection build "$repo" --output-path "$tmp/dist" >/dev/null
+tarball=$(ls "$tmp"/dist/gpufleet-serving-*.tar.gz)
+"$repo/.venv/bin/ansible-galaxy" collection install "$tarball" -p "$tmp/coll" >/dev/null 2>&1
+installed="$tmp/coll/ansible_collections/gpufleet/serving"
+test -f "$installed/plugins/modules/gpu_release.py"
+test -f "$installed/MANIFEST.json"
+if tar -tzf "$tarball" | grep -E '(^|/)(\.venv|build|tests/output)/' >/dev/null; then
+  echo "the tarball holds build or venv files" >&2; exit 1
+fi
+printf "[defaults]\ncollections_path = %s\n" "$tmp/coll" > "$tmp/ansible.cfg"
+export ANSIBLE_CONFIG="$tmp/ansible.cfg"
+for m in gpu_release gpu_info; do
+  "$repo/.venv/bin/ansible-doc" -t module "gpufleet.serving.$m" | grep -q "$tmp/coll" \
+    || { echo "ansible-doc did not resolve gpufleet.serving.$m from the installed copy" >&2; exit 1; }
+done
+echo "built $(basename "$tarball"), installed and resolved from $installed"
