@@ -1,0 +1,91 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: drafter_check
+short_description: Check that an EAGLE-3 drafter fits its target model
+version_added: 0.1.0
+description:
+  - Reads the drafter's and the target's C(config.json) on the host and checks what would otherwise
+    fail only after a long model load - an EAGLE-3 architecture, equal C(hidden_size) and
+    C(vocab_size), C(draft_vocab_size) not above the vocabulary, every auxiliary layer id
+    (C(eagle_config.eagle_aux_hidden_state_layer_ids)) below the target's C(num_hidden_layers),
+    and the speculative numbers (all three or none; with top-k 1, draft tokens = steps + 1).
+  - A failure names the field and both values. Reads only; changes nothing.
+author:
+  - gpufleet.serving maintainers
+extends_documentation_fragment:
+  - gpufleet.serving.attributes
+  - gpufleet.serving.attributes.INFO_MODULE
+options:
+  draft_model_path:
+    description: Directory of the drafter (with C(config.json)).
+    type: path
+    required: true
+  target_model_path:
+    description: Directory of the target model (with C(config.json)).
+    type: path
+    required: true
+  num_steps:
+    description: C(--speculative-num-steps).
+    type: int
+  eagle_topk:
+    description: C(--speculative-eagle-topk).
+    type: int
+  num_draft_tokens:
+    description: C(--speculative-num-draft-tokens).
+    type: int
+"""
+
+EXAMPLES = r"""
+- name: Refuse a drafter that does not fit Kimi-K2.5
+  gpufleet.serving.drafter_check:
+    draft_model_path: /models/AQ-MedAI-Kimi-K2-Instruct-eagle3
+    target_model_path: /models/Kimi-K2.5-INT4
+    num_steps: 3
+    eagle_topk: 1
+    num_draft_tokens: 4
+"""
+
+RETURN = r"""
+drafter:
+  description: The drafter fields that were checked.
+  returned: success
+  type: dict
+  sample: {architectures: [LlamaForCausalLMEagle3], hidden_size: 7168, vocab_size: 163840, draft_vocab_size: 32000, aux_layer_ids: [1, 29, 57], target_num_hidden_layers: 61}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._drafter import (
+    check_pair, check_speculative_numbers, load_config)
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            draft_model_path=dict(type="path", required=True),
+            target_model_path=dict(type="path", required=True),
+            num_steps=dict(type="int"),
+            eagle_topk=dict(type="int"),
+            num_draft_tokens=dict(type="int"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        check_speculative_numbers(p["num_steps"], p["eagle_topk"], p["num_draft_tokens"])
+        drafter = check_pair(load_config(p["draft_model_path"], "drafter"),
+                             load_config(p["target_model_path"], "target"))
+    except GpuFleetError as exc:
+        module.fail_json(msg=exc.msg)
+    module.exit_json(changed=False, drafter=drafter)
+
+
+if __name__ == "__main__":
+    main()
