@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 COLL_LINK := build/collections/ansible_collections/gpufleet/serving
 
-.PHONY: setup test unit sanity lint molecule demo clean
+.PHONY: setup test demo bench clean
 
 setup: $(VENV)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK)
 
@@ -23,6 +23,15 @@ $(COLL_LINK):
 
 test: setup
 	bash tests/run_all.sh
+
+# The main job on its embedded default: a simulated 2-host fleet, swap_to_eagle.yml, the report.
+demo: setup
+	bash scripts/demo.sh
+
+bench: setup
+	$(VPY) bench/release_vs_oneliner.py
+	$(VPY) bench/client_accuracy.py
+	$(VPY) bench/client_ceiling.py
 
 clean:
 	rm -rf build tests/output

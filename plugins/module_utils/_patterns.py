@@ -41,6 +41,7 @@ CANARY_CMDLINES = [
     "vim notes.txt",
 ]
 
+
 def compile_patterns(patterns, force_broad=False):
     """Return compiled regexes, or raise InvalidInput saying what to change."""
     compiled = []

@@ -208,11 +208,17 @@ class Releaser:
                             % (t["pid"], t["cmdline"][:120], t["state"], t["user"], self.opts.timeout))
         for gpu in result.get("gpus", []):
             if gpu.get("free") is False:
-                who = ", ".join("pid %d (%s, state %s%s)" % (h["pid"], h["cmdline"][:80], h["state"],
-                                                           ", protected: " + h["protected"] if h.get("protected") else "")
-                                for h in gpu["holders"]) or "no process visible here (another PID namespace or a stuck context?)"
+                who = ", ".join(_describe_holder(h) for h in gpu["holders"]) or \
+                    "no process visible here (another PID namespace or a stuck context?)"
                 problems.append("GPU %d (%s) still has %.0f MiB used after %.1f s; holders: %s"
                                 % (gpu["index"], gpu["uuid"], gpu["after"]["used_mib"], result["elapsed"], who))
         if problems:
             raise GpuFleetError("GPUs not released: " + "; ".join(problems), result=result)
         return result
+
+
+def _describe_holder(holder):
+    text = "pid %d (%s, state %s" % (holder["pid"], holder["cmdline"][:80], holder["state"])
+    if holder.get("protected"):
+        text += ", protected: " + holder["protected"]
+    return text + ")"

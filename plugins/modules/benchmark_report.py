@@ -28,7 +28,7 @@ description:
   - Files are written only where their content differs (they carry no timestamp), so the
     same results give C(changed=false).
 author:
-  - gpufleet.serving maintainers
+  - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
 attributes:

@@ -17,7 +17,7 @@ description:
     and the speculative numbers (all three or none; with top-k 1, draft tokens = steps + 1).
   - A failure names the field and both values. Reads only; changes nothing.
 author:
-  - gpufleet.serving maintainers
+  - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
   - gpufleet.serving.attributes.INFO_MODULE

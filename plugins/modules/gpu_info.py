@@ -15,7 +15,7 @@ description:
     command line and whether gpufleet.serving.gpu_release would protect it.
   - Shares its code with gpufleet.serving.gpu_release, so both see the same holders.
 author:
-  - gpufleet.serving maintainers
+  - gpufleet.serving maintainers (@gpufleet)
 requirements:
   - psutil
   - nvidia-ml-py
@@ -81,10 +81,18 @@ gpus:
     minor: {description: "Minor number, the N of C(/dev/nvidiaN).", type: int, returned: always}
     memory_api: {description: "C(v2), or C(v1) on drivers without the v2 call.", type: str, returned: always}
     total_mib: {description: Total memory in MiB., type: float, returned: always}
-    used_mib: {description: Used memory in MiB, without the driver reserve., type: float, returned: always}
+    used_mib: {description: "Used memory in MiB, without the driver reserve.", type: float, returned: always}
     reserved_mib: {description: "Driver reserve in MiB (null on v1).", type: float, returned: always}
-    holders: {description: "Processes holding the GPU: pid, user, cmdline, state, and C(protected) (the reason) when gpu_release would spare them.", type: list, elements: dict, returned: always}
-    nvml_processes: {description: "NVML's compute processes: pid (as NVML reports it) and used_mib (null when not available).", type: list, elements: dict, returned: always}
+    holders:
+      description: "Processes holding the GPU: pid, user, cmdline, state, and C(protected) (the reason) when gpu_release would spare them."
+      type: list
+      elements: dict
+      returned: always
+    nvml_processes:
+      description: "NVML's compute processes: pid (as NVML reports it) and used_mib (null when not available)."
+      type: list
+      elements: dict
+      returned: always
 """
 
 from ansible.module_utils.basic import AnsibleModule

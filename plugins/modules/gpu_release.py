@@ -27,7 +27,7 @@ description:
     (monitoring agents and this module included), so holding only those never makes a process a
     sweep target.
 author:
-  - gpufleet.serving maintainers
+  - gpufleet.serving maintainers (@gpufleet)
 requirements:
   - psutil
   - nvidia-ml-py (when O(verify=true))
@@ -206,7 +206,11 @@ gpus:
     before: {description: "C(used_mib) and C(reserved_mib) before the release.", type: dict, returned: always}
     after: {description: "C(used_mib) and C(reserved_mib) after it; null without verification.", type: dict, returned: always}
     free: {description: "Whether C(after.used_mib) <= O(max_used_mib).", type: bool, returned: when verified}
-    holders: {description: "Processes still holding the GPU (pid, user, cmdline, state, protected reason if any).", type: list, elements: dict, returned: always}
+    holders:
+      description: "Processes still holding the GPU (pid, user, cmdline, state, protected reason if any)."
+      type: list
+      elements: dict
+      returned: always
 gpus_selected:
   description: NVML indices of the selected GPUs.
   returned: always

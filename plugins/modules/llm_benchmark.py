@@ -41,7 +41,7 @@ description:
     server's own recent average). vLLM gives 1 + d(C(vllm:spec_decode_num_accepted_tokens)) /
     d(C(vllm:spec_decode_num_drafts)). It is null when no speculative step ran.
 author:
-  - gpufleet.serving maintainers
+  - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
 attributes:

@@ -18,7 +18,7 @@ description:
     O(stop_timeout).
   - The supervisor behind P(gpufleet.serving.sglang_server#role) on hosts without systemd.
 author:
-  - gpufleet.serving maintainers
+  - gpufleet.serving maintainers (@gpufleet)
 requirements:
   - psutil
 extends_documentation_fragment:
