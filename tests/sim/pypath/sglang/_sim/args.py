@@ -99,10 +99,31 @@ def _fill_sim(args, parser):
             setattr(args, attr, os.environ.get(env_name(name), "") not in ("", "0", "false"))
 
 
+def merge_config(argv):
+    """`--config FILE.yaml` as SGLang takes it: keys are flag names; the command line wins."""
+    if "--config" not in argv:
+        return list(argv)
+    at = argv.index("--config")
+    if at + 1 >= len(argv):
+        raise SystemExit("launch_server: error: argument --config: expected one argument")
+    path, rest = argv[at + 1], argv[:at] + argv[at + 2:]
+    import yaml
+    with open(path) as handle:
+        config = yaml.safe_load(handle) or {}
+    merged = []
+    for key, value in config.items():
+        flag = "--" + str(key).replace("_", "-")
+        if value is True:
+            merged.append(flag)
+        elif value not in (False, None):
+            merged += [flag, str(value)]
+    return merged + rest
+
+
 def parse(argv):
     """Return (args, unknown): unknown flags are reported by the caller, not fatal."""
     parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    args, unknown = parser.parse_known_args(merge_config(argv))
     if args.tp_size < 1:
         parser.error("argument --tp-size: must be >= 1")
     if args.port < 1 or args.port > 65535:
