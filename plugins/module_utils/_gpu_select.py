@@ -39,6 +39,8 @@ def check_against(selected, count):
     """Resolve the selection against the host's GPU count."""
     if selected is None:
         return list(range(count))
+    if count == 0:
+        raise InvalidInput("gpus: this host has no GPU that NVML can see")
     missing = [i for i in selected if i >= count]
     if missing:
         raise InvalidInput("gpus: %s not present on this host, which has %d GPU%s (indices 0-%d)"

@@ -84,7 +84,7 @@ def _scan_fds(result, pid, base, prefix):
             target = os.readlink(fd_dir + "/" + fd)
         except OSError:
             continue
-        _record(result, pid, _classify(target, prefix))
+        _record(result, pid, _classify(target.replace(" (deleted)", ""), prefix))
 
 
 def _scan_maps(result, pid, base, prefix):

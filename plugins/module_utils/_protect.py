@@ -13,10 +13,17 @@ from ._proctable import ancestors, descendants
 
 # GPU system daemons, matched on the program's base name (argv[0] or comm).
 # Killing them breaks monitoring, MPS clients, the fabric or the desktop.
-DAEMON_NAMES = re.compile(
-    r"^(nvidia-persistenced|nv-hostengine|dcgm-exporter|dcgmi|nvidia-fabricmanager|nv-fabricmanager"
-    r"|nvidia-cuda-mps-control|nvidia-cuda-mps-server|Xorg|Xwayland|X"
-    r"|nvidia-device-plugin|k8s-device-plugin|gpu-feature-discovery)$")
+DAEMONS = ("nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi", "nvidia-fabricmanager",
+           "nv-fabricmanager", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server", "Xorg", "Xwayland",
+           "X", "nvidia-device-plugin", "k8s-device-plugin", "gpu-feature-discovery")
+COMM_LEN = 15  # the kernel cuts /proc/PID/comm to 15 characters
+
+
+def is_daemon_name(name):
+    if name in DAEMONS:
+        return True
+    # A name read from comm alone (no readable cmdline) may be cut short.
+    return len(name) == COMM_LEN and any(d.startswith(name) for d in DAEMONS)
 
 
 def program_names(info):
@@ -66,7 +73,7 @@ class Protection:
             return None
         if info.is_kernel_thread:
             return "kernel thread"
-        if any(DAEMON_NAMES.match(n) for n in program_names(info)):
+        if any(is_daemon_name(n) for n in program_names(info)):
             return "gpu daemon"
         if info.argv and info.cmdline in self.lineage_cmdlines:
             return "copy of an ancestor"

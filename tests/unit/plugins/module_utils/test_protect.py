@@ -117,8 +117,6 @@ def test_gpu_daemon_by_comm(daemon):
 
 
 @pytest.mark.parametrize("daemon", [d for d in DAEMONS if len(d) > 15])
-@pytest.mark.xfail(strict=True, reason="BUG: /proc/PID/comm is cut to 15 characters and, with an empty "
-                   "cmdline, psutil cannot extend it; DAEMON_NAMES needs a full match")
 def test_gpu_daemon_by_kernel_truncated_comm(daemon):
     info = proc(400, 1, [], name=daemon[:15])
     assert protect.Protection(host_table(info), OWN).reason(400) == "gpu daemon"
