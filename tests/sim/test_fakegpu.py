@@ -294,3 +294,67 @@ def test_holder_in_a_pid_namespace_is_reported_by_our_pid(root, procs, kit):
     with open("/proc/%d/task/%d/children" % (holder.pid, holder.pid)) as f:
         inner = procs.add(int(f.read().split()[0]))
     assert kit.snapshot(root)["gpus"][0]["procs"] == [[inner, 100 * MIB]]
+
+
+# ---- what a real H200 showed (docs/real-gpu.md, "What the fake kit learned") -------------
+
+NVML_USER = """
+import os, sys, pynvml
+pynvml.nvmlInit()
+print("ready", flush=True)
+sys.stdin.readline()
+pynvml.nvmlShutdown()
+print("closed", flush=True)
+sys.stdin.readline()
+"""
+
+
+def _device_files(pid, dev):
+    fds = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith(dev + "/"):
+            fds.add(os.path.relpath(target, dev))
+    with open("/proc/%d/maps" % pid) as f:
+        maps = {line.split()[-1] for line in f if dev + "/" in line}
+    return fds, maps
+
+
+def test_nvml_user_has_every_gpu_file_open_but_maps_none(root, procs, kit):
+    """Real NVML (nvidia-smi, exporters) opens /dev/nvidiaN, nvidiactl, uvm, caps; maps nothing."""
+    p = procs.popen([PY, "-c", NVML_USER], env=kit.env(root), stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert kit.read_line(p.stdout, 30).strip() == "ready"
+    dev = os.path.join(root, "dev")
+    fds, maps = _device_files(p.pid, dev)
+    assert fds == {"nvidia%d" % i for i in range(8)} | {
+        "nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1", "nvidia-caps/nvidia-cap2"}
+    assert maps == set()
+    assert kit.snapshot(root)["gpus"][0]["procs"] == []  # no context, no memory: not listed
+    p.stdin.write("\n")
+    p.stdin.flush()
+    assert kit.read_line(p.stdout, 30).strip() == "closed"
+    assert _device_files(p.pid, dev) == (set(), set())
+
+
+def test_context_costs_memory_when_configured(tmp_path, fakenvml_lib, procs, kit):
+    """On an H200 a CUDA context alone is charged ~612 MiB, per process and in v2 used."""
+    root = fakegpu.init(str(tmp_path / "h"), gpus=2, lib=fakenvml_lib, context_mib=612)
+    ctx = procs.hold(root, [0], 0)
+    big = procs.hold(root, [0], 2048)
+    g = kit.snapshot(root)["gpus"][0]
+    assert sorted(g["procs"]) == sorted([[ctx, 612 * MIB], [big, 2660 * MIB]])
+    assert g["v2"]["used"] == (612 + 2660) * MIB
+    assert fakegpu.read_config(root)["context_mib"] == 612
+
+
+def test_no_release_delay_means_free_once_gone(tmp_path, fakenvml_lib, procs, kit):
+    """On an H200 memory is already free when the killed process is reaped (0.145 s for 24 GiB)."""
+    root = fakegpu.init(str(tmp_path / "h"), gpus=1, lib=fakenvml_lib, release_delay_ms=0)
+    holder = procs.hold_foreground(root, [0], 24576)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=10)
+    assert v2_used_mib(root, 0) == 0

@@ -16,6 +16,10 @@
  *
  * Memory semantics as measured on a real driver: v1 used = reserved + allocations,
  * v2 used = allocations only, v2 free = total - reserved - used.
+ * Like the real library (seen on an H200, driver 580), nvmlInit opens ROOT/dev's
+ * nvidiactl, nvidia-uvm, nvidia-caps/nvidia-cap1,2 and every nvidiaN (fds, never
+ * mapped) and the last nvmlShutdown closes them: every NVML user is a holder of
+ * /dev/nvidiaN by fd, though it holds no memory.
  * Build: gcc -shared -fPIC -O2 -Wall -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fakenvml.c
  */
 #define _GNU_SOURCE
@@ -78,6 +82,8 @@ static unsigned long long g_memory_mib = 97887, g_reserved_mib = 615;
 static char g_driver[80] = "580.95.05";
 static long long g_delay_ms = 120;
 static fake_dev g_devs[MAX_GPUS];
+static int g_devfds[MAX_GPUS + 4];
+static int g_ndevfds;
 
 static long long now_ms(void)
 {
@@ -342,6 +348,8 @@ static void scan_entry(int dirfd, const char *name, unsigned int gpu, long long 
             s->used_mib += mib;
             if (vis > 0)
                 add_holder(s, vis, mib);
+        } else if (g_delay_ms <= 0) { /* holder gone, no delay: free at once (as on an H200) */
+            unlinkat(dirfd, name, 0);
         } else { /* holder gone (exited, or a zombie): start the release clock */
             char gone[512];
             flock(fd, LOCK_UN);
@@ -396,6 +404,35 @@ static int scan_gpu(unsigned int gpu, scan_t *s)
 
 /* ---- init / system ------------------------------------------------------- */
 
+/* The device files a real NVML keeps open from init to the last shutdown. */
+static void open_device_files(const char *root)
+{
+    static const char *shared[] = {"nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1",
+                                   "nvidia-caps/nvidia-cap2"};
+    char path[4352];
+    unsigned int i;
+
+    g_ndevfds = 0;
+    for (i = 0; i < 4 + g_count; i++) {
+        int fd;
+        if (i < 4)
+            snprintf(path, sizeof path, "%s/dev/%s", root, shared[i]);
+        else
+            snprintf(path, sizeof path, "%s/dev/nvidia%u", root, i - 4);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+            g_devfds[g_ndevfds++] = fd;
+    }
+}
+
+static void close_device_files(void)
+{
+    while (g_ndevfds > 0)
+        close(g_devfds[--g_ndevfds]);
+}
+
 nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
 {
     const char *root;
@@ -416,6 +453,8 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
         g_root[0] = 0;
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }
+    if (g_refs == 0)
+        open_device_files(g_root);
     g_refs++;
     pthread_mutex_unlock(&g_mu);
     return NVML_SUCCESS;
@@ -428,7 +467,8 @@ nvmlReturn_t nvmlShutdown(void)
 {
     ENTER();
     pthread_mutex_lock(&g_mu);
-    g_refs--;
+    if (--g_refs == 0)
+        close_device_files();
     pthread_mutex_unlock(&g_mu);
     return NVML_SUCCESS;
 }

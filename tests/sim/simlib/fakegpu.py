@@ -7,7 +7,10 @@ Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads 
         /proc/PID/maps show holders exactly as on a real host
   ROOT/lib/libnvidia-ml.so.1   the fake NVML
   ROOT/nvml/config             key=value: count, name, memory_mib, reserved_mib,
-                               driver_version, release_delay_ms, uuid<N>
+                               driver_version, release_delay_ms, context_mib, uuid<N>
+                               (context_mib: what each holder's CUDA context costs on
+                               each of its GPUs on top of its allocation; 0 by default,
+                               ~612 MiB on a real H200 with driver 580)
   ROOT/nvml/alloc/.lock        readers and registering holders flock it (LOCK_EX)
   ROOT/nvml/alloc/a-G-P-T      one allocation on GPU G by pid P (as P's own PID
                                namespace sees it): lines gpu, pid, starttime, mib.
@@ -16,8 +19,11 @@ Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads 
                                has no files), which is what "released" means.
   ROOT/nvml/alloc/r-G-P-T-MS   a released allocation, first seen released at
                                CLOCK_MONOTONIC MS; counted as used until
-                               release_delay_ms (default 120, the real driver's
-                               0.12 s) has passed, then removed by a reader. The
+                               release_delay_ms (default 120) has passed, then
+                               removed by a reader. On a real H200 the 0.12-0.4 s
+                               go by inside the process's exit and memory is free
+                               once it is gone: release_delay_ms=0 is that (the
+                               default keeps the stricter, later release). The
                                clock starts at the first read after the exit, so a
                                caller that polls sees what a real driver shows; one
                                single read long after the exit still sees it held.
@@ -99,7 +105,7 @@ def _touch_device(path):
 
 def init(root, gpus=8, name=DEFAULT_NAME, memory_mib=DEFAULT_MEMORY_MIB,
          reserved_mib=DEFAULT_RESERVED_MIB, driver_version=DEFAULT_DRIVER,
-         release_delay_ms=DEFAULT_RELEASE_DELAY_MS, lib=None):
+         release_delay_ms=DEFAULT_RELEASE_DELAY_MS, lib=None, context_mib=0):
     """Make (or refresh) a fake GPU host root. Keeps UUIDs and live allocations.
 
     LIB: a built libnvidia-ml.so.1 to copy (tests build it once per session)."""
@@ -122,7 +128,7 @@ def init(root, gpus=8, name=DEFAULT_NAME, memory_mib=DEFAULT_MEMORY_MIB,
     old = read_config(root) if os.path.exists(_config_path(root)) else {}
     conf = {"count": gpus, "name": name, "memory_mib": memory_mib,
             "reserved_mib": reserved_mib, "driver_version": driver_version,
-            "release_delay_ms": release_delay_ms}
+            "release_delay_ms": release_delay_ms, "context_mib": int(context_mib)}
     for i in range(gpus):
         conf["uuid%d" % i] = old.get("uuid%d" % i) or "GPU-%s" % uuid.uuid4()
     _write_atomic(_config_path(root), "".join("%s=%s\n" % kv for kv in conf.items()))
@@ -273,6 +279,12 @@ def _scan(root, delay_ms):
                         gpu["holders"][vis] = gpu["holders"].get(vis, 0) + mib
                     continue
                 fcntl.flock(fd, fcntl.LOCK_UN)
+                if delay_ms <= 0:  # no delay: free once the holder is gone (as on an H200)
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+                    continue
                 try:  # start its release clock
                     os.rename(path, os.path.join(alloc, "r-%s-%d" % (name[2:], now)))
                 except OSError:
@@ -380,7 +392,8 @@ def hold(root, gpus, mib):
     for g in gpus:
         if not 0 <= g < conf["count"]:
             raise ValueError("no GPU %d on %s (it has %d)" % (g, root, conf["count"]))
-    h = Holding(root, gpus, int(mib))
+    # A real CUDA process is charged its context too (NVML per process and v2 used).
+    h = Holding(root, gpus, int(mib) + int(conf.get("context_mib", 0)))
     try:
         h._open_devices()
         starttime = _proc_starttime(h.pid)

@@ -1,0 +1,521 @@
+"""gpu_release against real CUDA processes holding real GPU memory.
+
+    python3 tests/gpu/suite.py [--json OUT.json] [--only CASE,...] [--tree-gib 24]
+
+Needs: NVIDIA GPUs, PyTorch, nvidia-ml-py, psutil, setproctitle, ansible-core, root
+(for the PID-namespace case). Works for any GPU count. Prints PASS/FAIL and seconds
+per case; exits 1 on any failure.
+
+Safety: every process the suite starts carries `gfrun=TOKEN` (a fresh random
+token) in its title; every kill pattern requires that token, and every
+gpu_release run passes `protect: ['^(?!.*gfrun=TOKEN)']`, so the module can
+signal no process the suite did not start, whatever else runs on the host.
+Each case stops its own processes (by PID, re-checking the token) in a finally
+block and waits until every GPU is back at the idle level measured at start.
+"""
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import gpuview  # noqa: E402
+
+PY = sys.executable
+HOLDER = os.path.join(HERE, "holder.py")
+SERVER = "python3 -m sglang.launch_server --model-path /models/stand-in --tp-size %d --port 30000"
+
+
+class CaseFailed(AssertionError):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise CaseFailed(what)
+
+
+class Suite:
+    def __init__(self, args):
+        self.args = args
+        self.token = "gfrun=" + secrets.token_hex(4)
+        self.nv = gpuview.Nvml()
+        self.n = self.nv.count
+        self.devices = os.environ.get("GPUFLEET_NVIDIA_DEVICES", "/dev")
+        self.ansible = args.ansible or shutil.which("ansible") or os.path.join(os.path.dirname(PY), "ansible")
+        self.protect = ["^(?!.*%s)" % self.token]
+        self.pat = r"(sglang::|sglang\.launch_server).*%s" % self.token
+        self.started = []      # Popen objects of this case
+        self.pids = set()      # every PID (host view) this case started
+        self.results = []
+        self.facts = {}
+        self.idle = self.nv.used_all_mib()
+
+    # ---- processes ----------------------------------------------------------
+    def title(self, text):
+        return "%s %s" % (text, self.token)
+
+    def start(self, title, gpu=0, gib=0.0, kids=(), ignore_term=False, context=False, wrap=None, extra=()):
+        """Start a holder (and its children); returns its ready line {'pid', 'children'}."""
+        cmd = [PY, HOLDER, "--title", self.title(title), "--gpu", str(gpu), "--gib", str(gib)]
+        for k_gpu, k_gib, k_title, *flags in kids:
+            cmd += ["--child", "%d,%s,%s%s" % (k_gpu, k_gib, self.title(k_title),
+                                               ",ignore-term" if "ignore-term" in flags else "")]
+        if ignore_term:
+            cmd.append("--ignore-term")
+        if context:
+            cmd.append("--context")
+        cmd += list(extra)
+        if wrap:
+            cmd = wrap(cmd)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        self.started.append(proc)
+        self.pids.add(proc.pid)
+        line = proc.stdout.readline()
+        check(line, "holder %r did not start (exit %s)" % (title, proc.poll()))
+        info = json.loads(line)
+        self.pids.update(info["children"].values())
+        if not wrap:
+            self.pids.add(info["pid"])
+        return info
+
+    def stop_case(self):
+        """SIGKILL what the case started (token re-checked), reap, wait for idle GPUs."""
+        for pid in sorted(self.pids):
+            if gpuview.alive(pid) and self.token in gpuview.cmdline(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        for proc in self.started:
+            if proc.poll() is None:
+                try:
+                    proc.kill()
+                except OSError:
+                    pass
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pass
+        self.started, self.pids = [], set()
+        took = self.nv.wait_idle(self.idle, timeout=60)
+        if took is None:
+            raise CaseFailed("GPUs not back at idle after the case: v2 used %s MiB" % self.nv.used_all_mib())
+
+    # ---- gpu_release ----------------------------------------------------------
+    def release(self, args, check_mode=False, protect=True):
+        """Run gpufleet.serving.gpu_release through `ansible localhost`; result dict."""
+        args = dict(args)
+        if protect:
+            args["protect"] = list(args.get("protect", [])) + self.protect
+        tree = tempfile.mkdtemp(prefix="gf-gpu-tree-")
+        cmd = [self.ansible, "localhost", "-m", "gpufleet.serving.gpu_release", "-a", json.dumps(args),
+               "-t", tree, "-e", "ansible_python_interpreter=%s" % PY]
+        if check_mode:
+            cmd.append("--check")
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        wall = time.monotonic() - t0
+        try:
+            with open(os.path.join(tree, "localhost")) as handle:
+                res = json.load(handle)
+        except OSError:
+            raise CaseFailed("no result from ansible (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
+        finally:
+            shutil.rmtree(tree, ignore_errors=True)
+        res["_rc"], res["_wall"], res["_stdout"] = proc.returncode, round(wall, 3), proc.stdout
+        return res
+
+    def direct(self, args, check_mode=False):
+        """gpu_release's logic without Ansible (tests/gpu/direct_release.py)."""
+        args = dict(args, protect=list(args.get("protect", [])) + self.protect)
+        cmd = [PY, os.path.join(HERE, "direct_release.py"), json.dumps(args)] + (["--check"] if check_mode else [])
+        t0 = time.monotonic()
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+        wall = time.monotonic() - t0
+        check(out.returncode == 0, "direct_release failed: %s" % out.stderr[-2000:])
+        res = json.loads(out.stdout.splitlines()[-1])
+        res["_proc_wall"] = round(wall, 3)
+        return res
+
+    def worker_only_mib(self, pid):
+        """MiB NVML charges to one process on GPU 0 (its allocations and context)."""
+        for p, used in self.nv.procs(0).get("ComputeRunningProcesses", []):
+            if p == pid and used is not None:
+                return used / 2**20
+        return 0.0
+
+    def used_gib(self):
+        return round(sum(self.nv.used_all_mib()) / 1024.0, 2)
+
+    # ---- running ------------------------------------------------------------------
+    def run_case(self, name, fn):
+        t0 = time.monotonic()
+        status, detail, facts = "PASS", "", {}
+        try:
+            facts = fn() or {}
+        except CaseFailed as exc:
+            status, detail = "FAIL", str(exc)
+        except Exception:  # a crash in the case is a failure too
+            status, detail = "FAIL", traceback.format_exc()
+        finally:
+            try:
+                self.stop_case()
+            except CaseFailed as exc:
+                status, detail = "FAIL", (detail + "; " if detail else "") + str(exc)
+        took = time.monotonic() - t0
+        self.results.append({"case": name, "status": status, "seconds": round(took, 2),
+                             "detail": detail, "facts": facts})
+        print("%-4s %-22s %7.2fs  %s" % (status, name, took, detail.replace("\n", "\n     ")), flush=True)
+        if facts:
+            print("     facts: " + json.dumps(facts, default=str), flush=True)
+
+
+def killed_by_pid(res):
+    return {k["pid"]: k for k in res.get("killed", [])}
+
+
+def short(res):
+    """The parts of a result worth printing."""
+    keep = ("_rc", "_wall", "changed", "elapsed", "timings", "msg")
+    out = {k: res[k] for k in keep if k in res}
+    out["killed"] = [{k: e.get(k) for k in ("pid", "cmdline", "reason", "signals", "gone_after")}
+                     for e in res.get("killed", [])]
+    out["gpus"] = [{k: g.get(k) for k in ("index", "before", "after", "free")} for g in res.get("gpus", [])]
+    out["protected_holders"] = [(h["pid"], h.get("protected"), h["cmdline"][:60])
+                                for h in res.get("protected_holders", [])]
+    return out
+
+
+# ---- the cases ------------------------------------------------------------------------
+
+def case_device_files(s):
+    """What a CUDA process opens and maps, what NVML lists, what a context costs."""
+    facts = {"idle_v1_used_mib": [round(s.nv.v1(i)["used"] / 2**20, 1) for i in range(s.n)],
+             "idle_v2": [{k: round(v / 2**20, 1) for k, v in s.nv.v2(i).items()} for i in range(s.n)]}
+    facts["nvml_only_process_files"] = gpuview.device_files(os.getpid(), s.devices)
+    ctx = s.start("gfprobe-context", gpu=0, context=True)
+    facts["context_only_v2_used_mib"] = round(s.nv.used_mib(0), 1)
+    facts["context_process_files"] = gpuview.device_files(ctx["pid"], s.devices)
+    big = s.start("gfprobe-holder", gpu=0, gib=2)
+    facts["holder_2gib_v2_used_mib"] = round(s.nv.used_mib(0), 1)
+    facts["holder_2gib_v1_used_mib"] = round(s.nv.v1(0)["used"] / 2**20, 1)
+    facts["nvml_procs_gpu0"] = s.nv.procs(0)
+    files = gpuview.device_files(big["pid"], s.devices)
+    facts["holder_files"] = files
+    check(any(f.endswith("nvidia%d" % s.nv.minors[0]) for f in files["fds"]), "holder has no /dev/nvidiaN open")
+    listed = [p for p, _ in s.nv.procs(0)["ComputeRunningProcesses"]]
+    check(big["pid"] in listed and ctx["pid"] in listed, "NVML compute list %s lacks holders" % listed)
+    if s.n > 1:  # a process pinned to GPU 0: does it open the other GPUs' files?
+        others = ["nvidia%d" % m for m in s.nv.minors[1:]]
+        facts["pinned_process_opens_other_gpus"] = sorted(
+            f for f in files["fds"] + files["maps"] if os.path.basename(f) in others)
+    return facts
+
+
+def tree_shape(s, total_gib):
+    workers = max(s.n, 4)
+    gib = round(total_gib / workers, 2)
+    return workers, gib, [(r % s.n, gib, "sglang::scheduler_TP%d" % r) for r in range(workers)]
+
+
+def case_server_tree(s):
+    """A server parent and scheduler workers holding >= 20 GB, released by pattern (the timing case)."""
+    workers, gib, kids = tree_shape(s, s.args.tree_gib)
+    kids.append((0, 1, "python3 /opt/helpers/prefetch_worker.py"))  # unrelated title, a child
+    tree = s.start(SERVER % workers, kids=kids)
+    held = s.used_gib()
+    check(held >= 20, "the tree holds only %.1f GiB" % held)
+    res = s.release({"patterns": [s.pat], "term_timeout": 5})
+    s.facts["server_tree_run"] = res
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    check(res["changed"] is True, "changed is not true")
+    pids = [tree["pid"]] + list(tree["children"].values())
+    check(not any(gpuview.alive(p) for p in pids), "a process of the tree is still alive")
+    got = {p: k["reason"] for p, k in killed_by_pid(res).items()}
+    check(got.get(tree["pid"]) == "pattern", "parent reason %s" % got.get(tree["pid"]))
+    helper = tree["children"][s.title("python3 /opt/helpers/prefetch_worker.py")]
+    check(got.get(helper) == "descendant", "unrelated child reason %s" % got.get(helper))
+    check(set(got) == set(pids), "killed %s, tree %s" % (sorted(got), sorted(pids)))
+    check(all(g["free"] for g in res["gpus"]), "a GPU is not free")
+    check([g["index"] for g in res["gpus"]] == list(range(s.n)), "not every GPU verified")
+    return {"held_gib": held, "workers": workers, "gib_each": gib, "ansible_wall_s": res["_wall"],
+            "module_elapsed_s": res["elapsed"], "timings": res["timings"],
+            "gone_after_max_s": max(k["gone_after"] for k in res["killed"]),
+            "after_used_mib": [g["after"]["used_mib"] for g in res["gpus"]]}
+
+
+def case_tree_direct(s):
+    """The same tree released by the module_utils Releaser directly (no Ansible start-up)."""
+    _, _, kids = tree_shape(s, s.args.tree_gib)
+    s.start(SERVER % len(kids), kids=kids)
+    held = s.used_gib()
+    res = s.direct({"patterns": [s.pat], "term_timeout": 5})
+    check(not res["failed"], "direct release failed: %s" % res.get("msg"))
+    check(all(g["free"] for g in res["gpus"]), "a GPU is not free")
+    return {"held_gib": held, "releaser_wall_s": res["_wall"], "module_elapsed_s": res["elapsed"],
+            "timings": res["timings"], "gone_after_max_s": max(k["gone_after"] for k in res["killed"])}
+
+
+def case_driver_release(s):
+    """The driver's own release time: SIGKILL holders, poll NVML v2 used every 5 ms until idle."""
+    facts = {}
+    one = s.start("gfdriver-single", gpu=0, gib=s.args.tree_gib)
+    proc = s.started[-1]
+    t0 = time.monotonic()
+    os.kill(one["pid"], signal.SIGKILL)
+    proc.wait()
+    reaped = time.monotonic() - t0
+    freed = s.nv.wait_idle(s.idle, timeout=30)
+    check(freed is not None, "memory never came back after SIGKILL")
+    facts["single_%sgib_reaped_s" % s.args.tree_gib] = round(reaped, 4)
+    facts["single_%sgib_idle_s" % s.args.tree_gib] = round(reaped + freed, 4)
+    _, _, kids = tree_shape(s, s.args.tree_gib)
+    tree = s.start(SERVER % len(kids), kids=kids)
+    facts["tree_held_gib"] = s.used_gib()
+    t0 = time.monotonic()
+    for pid in tree["children"].values():
+        os.kill(pid, signal.SIGKILL)
+    freed = s.nv.wait_idle(s.idle, timeout=30)
+    check(freed is not None, "tree memory never came back after SIGKILL")
+    facts["tree_sigkill_to_idle_s"] = round(time.monotonic() - t0, 4)
+    return facts
+
+
+def case_orphans(s):
+    """Workers whose server parent was SIGKILLed; an unrelated orphan is found by the device sweep."""
+    kids = [(r % s.n, 4, "sglang::scheduler_TP%d" % r) for r in range(2)] + [(0, 2, "ray::IDLE")]
+    tree = s.start(SERVER % 2, kids=kids)
+    os.kill(tree["pid"], signal.SIGKILL)
+    s.started[-1].wait()
+    workers = tree["children"]
+    parents = {t: open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()[1] for t, p in workers.items()}
+    res = s.release({"patterns": [s.pat]})
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    got = {p: k["reason"] for p, k in killed_by_pid(res).items()}
+    check(got.get(workers[s.title("sglang::scheduler_TP0")]) == "pattern", "TP0 reason %s" % got)
+    check(got.get(workers[s.title("ray::IDLE")]) == "device", "unrelated orphan reason %s" % got)
+    check(not any(gpuview.alive(p) for p in workers.values()), "an orphan survived")
+    check(all(g["free"] for g in res["gpus"]), "a GPU is not free")
+    return {"orphans_reparented_to": sorted(set(parents.values())), "reasons": sorted(got.values()),
+            "module_elapsed_s": res["elapsed"]}
+
+
+def case_sigterm_ignored(s):
+    """A worker that ignores SIGTERM gets SIGKILL at term_timeout."""
+    w = s.start("sglang::scheduler_TP0", gpu=0, gib=4, ignore_term=True)
+    res = s.release({"patterns": [s.pat], "term_timeout": 1})
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    entry = killed_by_pid(res).get(w["pid"])
+    check(entry and entry["signals"] == ["SIGTERM", "SIGKILL"], "signals %s" % (entry and entry["signals"]))
+    check(entry["gone_after"] >= 1.0, "gone after %s" % entry["gone_after"])
+    check(not gpuview.alive(w["pid"]), "still alive")
+    return {"signals": entry["signals"], "gone_after_s": entry["gone_after"], "module_elapsed_s": res["elapsed"]}
+
+
+def case_zombie(s):
+    """A CUDA child that exited but is not reaped: its files, NVML's view, and gpu_release's."""
+    parent = s.start("gfzombie-parent", kids=[(0, 4, "gfzombie-child")])
+    child = parent["children"][s.title("gfzombie-child")]
+    facts = {"alive_files": gpuview.device_files(child, s.devices)}
+    t0 = time.monotonic()
+    os.kill(child, signal.SIGKILL)
+    while gpuview.state(child) != "Z":
+        check(time.monotonic() - t0 < 10, "child never became a zombie")
+        time.sleep(0.001)
+    facts["zombie_after_s"] = round(time.monotonic() - t0, 4)
+    freed = s.nv.wait_idle(s.idle, timeout=30)
+    facts["memory_idle_after_kill_s"] = None if freed is None else round(time.monotonic() - t0, 4)
+    facts["zombie_state"] = gpuview.state(child)
+    facts["zombie_files"] = gpuview.device_files(child, s.devices)
+    facts["nvml_procs_gpu0"] = s.nv.procs(0)
+    facts["v2_used_mib"] = s.nv.used_all_mib()
+    check(freed is not None, "a zombie keeps GPU memory")
+    check(not facts["zombie_files"]["fds"] and not facts["zombie_files"]["maps"], "zombie still shows device files")
+    facts["nvml_lists_zombie"] = child in [p for p, _ in s.nv.procs(0)["ComputeRunningProcesses"]]
+    res = s.release({})  # sweep only
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    check(res["changed"] is False, "the zombie (or its parent) was signalled: %s" % res["killed"])
+    facts["release_changed"] = res["changed"]
+    return facts
+
+
+def case_pid_namespace(s):
+    """A CUDA process in its own PID namespace: NVML's PIDs outside and inside; the sweep frees it."""
+    def wrap(cmd):  # sh stays PID 1 so the holder is an ordinary process (as under a container init)
+        return ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c",
+                " ".join("'%s'" % a.replace("'", "'\\''") for a in cmd) + "; exit 0"]
+    inner = s.start("gfns-worker", gpu=0, gib=4, wrap=wrap)
+    unshare = s.started[-1].pid
+    sh = gpuview.children(unshare)
+    check(sh, "no namespace init under unshare")
+    hosts = gpuview.children(sh[0])
+    check(hosts, "no holder under the namespace's sh")
+    host_pid = hosts[0]
+    s.pids.add(host_pid)
+    facts = {"holder_pid_inside": inner["pid"], "holder_pid_host": host_pid, "nspid": gpuview.nspid(host_pid)}
+    outside = [p for p, _ in s.nv.procs(0)["ComputeRunningProcesses"]]
+    facts["nvml_pids_outside"] = outside
+    probe = subprocess.run(["nsenter", "-t", str(host_pid), "-p", "-m", "--", PY, os.path.join(HERE, "gpuview.py")],
+                           capture_output=True, text=True, timeout=60)
+    check(probe.returncode == 0, "probe in namespace failed: %s" % probe.stderr[-1500:])
+    facts["nvml_pids_inside"] = [p for p, _ in json.loads(probe.stdout)["procs"]["0"]["ComputeRunningProcesses"]]
+    res = s.release({"term_timeout": 2})
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    got = killed_by_pid(res)
+    check(host_pid in got and got[host_pid]["reason"] == "device", "namespace holder not swept: %s" % list(got))
+    check(not gpuview.alive(host_pid), "namespace holder alive")
+    check(all(g["free"] for g in res["gpus"]), "a GPU is not free")
+    facts["signals"] = got[host_pid]["signals"]
+    return facts
+
+
+def case_protected(s):
+    """A holder titled nvidia-persistenced (with a CUDA context) survives; the worker beside it does not."""
+    daemon = s.start("nvidia-persistenced --user nvidia-persistenced", gpu=0, context=True)
+    worker = s.start("sglang::scheduler_TP0", gpu=0, gib=4)
+    ctx_mib = round(s.nv.used_mib(0) - s.worker_only_mib(worker["pid"]), 1)
+    res = s.release({"patterns": [s.pat], "timeout": 10})
+    check(gpuview.alive(daemon["pid"]), "the protected holder was killed")
+    check(not gpuview.alive(worker["pid"]), "the worker survived")
+    prot = {h["pid"]: h.get("protected") for h in res["protected_holders"]}
+    check(prot.get(daemon["pid"]) == "gpu daemon", "protected_holders %s" % prot)
+    left = res["gpus"][0]["after"]["used_mib"] if res.get("gpus") else None
+    if left:  # its CUDA context keeps memory in use: max_used_mib 0 cannot be met
+        check(res["_rc"] != 0 and "pid %d" % daemon["pid"] in res.get("msg", ""),
+              "expected a failure naming the daemon, got rc %s: %s" % (res["_rc"], res.get("msg")))
+    else:
+        check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    return {"daemon_context_mib_est": ctx_mib, "used_mib_left": left, "rc": res["_rc"],
+            "msg": (res.get("msg") or "")[:300]}
+
+
+def case_nvml_monitor(s):
+    """NVML users (an exporter-like poller, nvidia-smi) hold /dev/nvidiaN open but no memory: spared."""
+    mon = s.start("gfnvml-monitor", extra=["--nvml-poll"])
+    smi = None
+    if shutil.which("nvidia-smi"):  # its command line has no token: the suite's protect covers it
+        smi = subprocess.Popen(["nvidia-smi", "--query-gpu=memory.used", "--format=csv", "-lms", "200"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        s.started.append(smi)
+    worker = s.start("sglang::scheduler_TP0", gpu=0, gib=2)
+    time.sleep(0.5)
+    facts = {"monitor_files": gpuview.device_files(mon["pid"], s.devices),
+             "nvml_lists_monitor": mon["pid"] in [p for p, _ in s.nv.procs(0)["ComputeRunningProcesses"]]}
+    if smi is not None:
+        facts["nvidia_smi_files"] = gpuview.device_files(smi.pid, s.devices)
+    res = s.release({"patterns": [s.pat]})
+    got = {p: k["reason"] for p, k in killed_by_pid(res).items()}
+    facts.update(rc=res["_rc"], killed=got, protected=[(h["pid"], h.get("protected"), h["cmdline"][:40])
+                                                      for h in res.get("protected_holders", [])])
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    check(not gpuview.alive(worker["pid"]), "the worker survived")
+    check(gpuview.alive(mon["pid"]), "the NVML monitor (no CUDA context, no memory) was killed: reason %s"
+          % got.get(mon["pid"]))
+    if smi is not None:
+        check(smi.poll() is None, "nvidia-smi was killed")
+    return facts
+
+
+def case_check_mode(s):
+    """--check lists what would be killed and kills nothing."""
+    w = s.start("sglang::scheduler_TP0", gpu=0, gib=4)
+    stray = s.start("python3 stray.py", gpu=s.n - 1, gib=2)
+    before = s.nv.used_all_mib()
+    res = s.release({"patterns": [s.pat]}, check_mode=True)
+    check(res["_rc"] == 0, "check mode failed: %s" % res.get("msg"))
+    check(res["changed"] is True, "changed should be true")
+    got = {p: k["reason"] for p, k in killed_by_pid(res).items()}
+    check(got == {w["pid"]: "pattern", stray["pid"]: "device"}, "would kill %s" % got)
+    check(gpuview.alive(w["pid"]) and gpuview.alive(stray["pid"]), "check mode killed something")
+    check(s.nv.used_all_mib() == before, "memory changed in check mode")
+    return {"would_kill": sorted(got.values())}
+
+
+def case_clean_noop(s):
+    """A clean GPU: changed false; the no-op cost (median of several runs)."""
+    walls, elapsed, direct = [], [], []
+    for _ in range(s.args.noop_runs):
+        res = s.release({"patterns": [s.pat]})
+        check(res["_rc"] == 0 and res["changed"] is False, "clean run: rc %s changed %s" % (res["_rc"], res.get("changed")))
+        walls.append(res["_wall"])
+        elapsed.append(res["elapsed"])
+    for _ in range(s.args.noop_runs):
+        res = s.direct({"patterns": [s.pat]})
+        check(not res["failed"] and res["changed"] is False, "direct clean run changed")
+        direct.append(res["_wall"])
+    s.facts["noop_run"] = res
+    return {"ansible_wall_median_s": statistics.median(walls), "module_elapsed_median_s": statistics.median(elapsed),
+            "releaser_median_s": statistics.median(direct), "ansible_walls": walls, "module_elapsed": elapsed,
+            "releaser": direct}
+
+
+CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
+         ("tree_direct", case_tree_direct), ("driver_release", case_driver_release),
+         ("orphans", case_orphans), ("sigterm_ignored", case_sigterm_ignored), ("zombie", case_zombie),
+         ("pid_namespace", case_pid_namespace), ("protected_name", case_protected),
+         ("nvml_monitor", case_nvml_monitor),
+         ("check_mode", case_check_mode), ("clean_noop", case_clean_noop)]
+
+
+def versions():
+    from importlib import metadata
+    out = {}
+    for dist in ("nvidia-ml-py", "torch", "psutil", "ansible-core", "setproctitle"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    out["python"] = sys.version.split()[0]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", help="write every case's result and facts here")
+    ap.add_argument("--only", help="comma-separated case names")
+    ap.add_argument("--tree-gib", type=float, default=24.0, help="GiB the timing tree holds in all")
+    ap.add_argument("--noop-runs", type=int, default=5)
+    ap.add_argument("--ansible", help="path of the ansible command")
+    args = ap.parse_args()
+    s = Suite(args)
+    print("gpus %d (%s), driver %s, idle v2 used MiB %s, token %s, %s, kernel %s" % (
+        s.n, s.nv.name, s.nv.driver, s.idle, s.token, versions(), os.uname().release), flush=True)
+    wanted = set(args.only.split(",")) if args.only else None
+    for name, fn in CASES:
+        if wanted is None or name in wanted:
+            s.run_case(name, lambda fn=fn: fn(s))
+    for key in ("server_tree_run", "noop_run"):
+        if key in s.facts:
+            print("---- %s: gpu_release result ----" % key)
+            print(json.dumps(short(s.facts[key]), indent=1))
+            if "_stdout" in s.facts[key]:
+                print("---- %s: ansible output ----\n%s" % (key, s.facts[key]["_stdout"]))
+    failed = [r["case"] for r in s.results if r["status"] != "PASS"]
+    print("SUMMARY: %d passed, %d failed%s" % (len(s.results) - len(failed), len(failed),
+                                               (": " + ", ".join(failed)) if failed else ""), flush=True)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"gpus": s.n, "name": s.nv.name, "driver": s.nv.driver, "versions": versions(),
+                       "token": s.token,
+                       "idle_v2_used_mib": s.idle, "results": s.results,
+                       "raw": {k: {kk: vv for kk, vv in v.items() if kk != "_stdout"} for k, v in s.facts.items()}},
+                      handle, indent=1, default=str)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
