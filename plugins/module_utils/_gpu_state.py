@@ -24,7 +24,7 @@ def describe(records, holders, table, protection, v1_reserve_mib):
     out = []
     for rec in records:
         used, reserved, total = gpu_memory_mib(rec, v1_reserve_mib)
-        pids = holders.holders_of([rec["minor"]]) | {p["pid"] for p in rec["processes"] if p["pid"] in table}
+        pids = holders.holders_of([rec["minor"]], include_open=True) | {p["pid"] for p in rec["processes"] if p["pid"] in table}
         pids -= protection.own_tree
         out.append({
             "index": rec["index"], "uuid": rec["uuid"], "name": rec["name"],

@@ -28,15 +28,24 @@ def devices_dir(option_value):
 
 
 class DeviceHolders:
-    """Result of one scan: pid -> set of GPU minors, and pids on control files."""
+    """Result of one scan: pid -> GPU minors mapped (CUDA contexts) or only open, and pids on control files.
+
+    NVML users (nvidia-smi, monitoring exporters, this module) open /dev/nvidiaN
+    but never map it and hold no GPU memory; a CUDA context maps it.
+    """
 
     def __init__(self):
-        self.gpus = {}
+        self.gpus = {}    # pid -> minors mapped
+        self.opened = {}  # pid -> minors open (fd)
         self.control = set()
 
-    def holders_of(self, minors):
+    def holders_of(self, minors, include_open=False):
+        """PIDs that map one of `minors`; with include_open, also those that only have one open."""
         minors = set(minors)
-        return {pid for pid, held in self.gpus.items() if held & minors}
+        found = {pid for pid, held in self.gpus.items() if held & minors}
+        if include_open:
+            found |= {pid for pid, held in self.opened.items() if held & minors}
+        return found
 
 
 def _classify(path, prefix):
@@ -52,11 +61,11 @@ def _classify(path, prefix):
     return None
 
 
-def _record(result, pid, kind):
+def _record(result, pid, kind, mapped=True):
     if kind == "control":
         result.control.add(pid)
     elif kind is not None:
-        result.gpus.setdefault(pid, set()).add(kind)
+        (result.gpus if mapped else result.opened).setdefault(pid, set()).add(kind)
 
 
 def scan(devices, proc_root="/proc"):
@@ -84,7 +93,7 @@ def _scan_fds(result, pid, base, prefix):
             target = os.readlink(fd_dir + "/" + fd)
         except OSError:
             continue
-        _record(result, pid, _classify(target.replace(" (deleted)", ""), prefix))
+        _record(result, pid, _classify(target.replace(" (deleted)", ""), prefix), mapped=False)
 
 
 def _scan_maps(result, pid, base, prefix):

@@ -22,10 +22,11 @@ description:
     20 ms until memory has drained; every selected GPU is checked.
   - Processes are pinned by PID and start time, so a PID reused between the scan and the signal is
     never signalled.
-  - Device files. A process holds GPU N when it has C(/dev/nvidiaN) open or mapped. C(/dev/nvidiactl),
-    C(/dev/nvidia-uvm) and C(/dev/nvidia-caps/*) are held by every CUDA and every NVML process
-    (monitoring agents and this module included), so holding only those never makes a process a
-    sweep target.
+  - Device files. A process holds GPU N when it has C(/dev/nvidiaN) mapped, as every CUDA context
+    does. NVML users (nvidia-smi, monitoring exporters, this module) keep C(/dev/nvidiaN) open but
+    never map it and hold no GPU memory: they are reported among a GPU's holders but never swept.
+    C(/dev/nvidiactl), C(/dev/nvidia-uvm) and C(/dev/nvidia-caps/*) are held by every CUDA and every
+    NVML process, so holding only those never makes a process a sweep target.
 author:
   - gpufleet.serving maintainers (@gpufleet)
 requirements:
@@ -66,7 +67,7 @@ options:
   sweep:
     description:
       - After the pattern kill, release every remaining process that holds a selected GPU's device
-        file (an open fd or a memory map of C(/dev/nvidiaN)), except protected ones.
+        file (a memory map of C(/dev/nvidiaN), i.e. a CUDA context), except protected ones.
     type: bool
     default: true
   sweep_users:

@@ -184,3 +184,19 @@ def test_force_broad_accepts_broad_pattern(gpu_root, ns):
     target = hold(root, 0, 100, "python3 zz_unique_target.py", ns, env)
     res = run_module("gpu_release", {"patterns": ["python3 zz_unique"], "force_broad": True}, env=env, ns=ns)
     assert res["_rc"] == 0 and not ns.alive(target)
+
+
+def test_nvml_monitor_is_not_swept(gpu_root, ns):
+    """NVML users (nvidia-smi, exporters) keep /dev/nvidiaN open, unmapped, holding no memory
+    (seen on an H200, docs/real-gpu.md): reported as holders, never swept."""
+    root, env = gpu_root
+    monitor = ns.popen([PYTHON, "-c", "import os, sys, pynvml; pynvml.nvmlInit(); "
+                        "print(os.getpid(), flush=True); sys.stdin.read()", "exporter"],
+                       env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    pid = int(monitor.stdout.readline())
+    server = hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env)
+    res = run_module("gpu_release", {"patterns": [SGLANG]}, env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    assert not ns.alive(server)
+    assert ns.alive(pid), [k for k in res["killed"] if k["pid"] == pid]
+    assert pid in [h["pid"] for h in res["gpus"][0]["holders"]]

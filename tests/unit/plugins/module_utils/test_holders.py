@@ -63,14 +63,16 @@ def test_cuda_like_process_maps_to_minors_and_control(devices, start_holder):
     assert found.holders_of([1, 2]) == set()
 
 
-def test_open_fd_alone_and_mapping_alone_each_count(devices, start_holder):
+def test_mapping_makes_a_holder_an_open_fd_alone_does_not(devices, start_holder):
+    """An NVML user (nvidia-smi, an exporter) has /dev/nvidiaN open, unmapped: seen on an H200."""
     by_fd = start_holder(devices, opened=["nvidia3"])
     by_map = start_holder(devices, mapped=["nvidia1"])
     found = holders.scan(devices)
-    assert found.gpus.get(by_fd) == {3}
+    assert by_fd not in found.gpus and found.opened.get(by_fd) == {3}
     assert found.gpus.get(by_map) == {1}
     assert by_fd not in found.control and by_map not in found.control
-    assert found.holders_of([1, 3]) == {by_fd, by_map}
+    assert found.holders_of([1, 3]) == {by_map}
+    assert found.holders_of([1, 3], include_open=True) == {by_fd, by_map}
 
 
 def test_control_files_only_never_make_a_gpu_holder(devices, start_holder):
@@ -84,7 +86,7 @@ def test_control_files_only_never_make_a_gpu_holder(devices, start_holder):
 
 
 def test_two_digit_minor_and_unrelated_files(devices, start_holder):
-    pid = start_holder(devices, opened=["nvidia10", "nvme0"])
+    pid = start_holder(devices, opened=["nvme0"], mapped=["nvidia10"])
     found = holders.scan(devices)
     assert found.gpus[pid] == {10}
     assert pid not in found.control
@@ -105,7 +107,7 @@ def test_files_in_another_directory_are_not_holders(tmp_path, devices, start_hol
 def test_devices_dir_given_through_a_symlink(tmp_path, devices, start_holder):
     link = tmp_path / "devlink"
     link.symlink_to(devices)
-    pid = start_holder(devices, opened=["nvidia3"])
+    pid = start_holder(devices, mapped=["nvidia3"])
     assert holders.scan(str(link)).gpus[pid] == {3}
     assert holders.scan(str(link) + "/").gpus[pid] == {3}
 
@@ -135,7 +137,8 @@ def test_fake_proc_root_fds_and_maps(tmp_path):
     (proc / "self").mkdir()
     (proc / "300").mkdir()  # vanished: no fd dir, no maps
     found = holders.scan(dev, proc_root=str(proc))
-    assert found.gpus == {100: {5}, 200: {2}}
+    assert found.gpus == {200: {2}}
+    assert found.opened == {100: {5}}
     assert found.control == {100, 200}
 
 
