@@ -174,8 +174,12 @@ class NvmlSession:
 
     def snapshot(self, indices=None):
         """Per-GPU records; raises NvmlError naming any GPU NVML could not read."""
-        self._req.write(json.dumps({"indices": list(indices) if indices is not None else None}) + "\n")
-        self._req.flush()
+        try:
+            self._req.write(json.dumps({"indices": list(indices) if indices is not None else None}) + "\n")
+            self._req.flush()
+        except OSError:  # EPIPE: the helper is gone; say so instead of a BrokenPipeError traceback
+            self.kill()
+            raise NvmlError("the NVML helper process died before reading GPU memory and processes")
         rep = self._read("reading GPU memory and processes")
         if rep["errors"]:
             raise NvmlError("NVML could not read %s" % "; ".join(

@@ -22,6 +22,10 @@ from ._proctable import psutil
 
 HAS_PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 POLL_FALLBACK = 0.02
+# Seconds kept before the overall deadline for a SIGKILL to take effect: sent at the
+# deadline itself, it lands after the last look, and a process that dies from it a
+# moment later is reported as stuck and its memory as still held.
+KILL_RESERVE = 0.5
 
 
 class Target:
@@ -137,6 +141,8 @@ def wait_gone(targets, deadline):
 def release(targets, term_timeout, deadline, on_progress=None):
     """SIGTERM, wait up to term_timeout, SIGKILL the rest, wait to the deadline.
 
+    The SIGKILL comes no later than KILL_RESERVE (at most half the time left)
+    before the deadline, even when term_timeout would reach past it.
     Returns the targets still alive at the deadline.
     """
     live = [t for t in targets if not t.gone]
@@ -147,7 +153,8 @@ def release(targets, term_timeout, deadline, on_progress=None):
     for target in live:
         target.send(first, now)
     if first == signal.SIGTERM:
-        alive = wait_gone(live, min(deadline, now + term_timeout))
+        reserve = min(KILL_RESERVE, max(deadline - now, 0.0) / 2.0)
+        alive = wait_gone(live, min(deadline - reserve, now + term_timeout))
         now = time.monotonic()
         for target in alive:
             target.send(signal.SIGKILL, now)
