@@ -91,6 +91,8 @@ options:
   term_timeout:
     description:
       - Seconds between SIGTERM and SIGKILL for processes still alive. V(0) sends SIGKILL at once.
+      - When it reaches past O(timeout), SIGKILL is sent shortly before the deadline instead
+        (0.5 s, or half the time left), so that the kill can still be verified.
     type: float
     default: 10
   timeout:

@@ -169,6 +169,10 @@ def test_unfreeable_gpu_fails_naming_holder(gpu_root, ns):
     ({"gpus": ["x"]}, "not a GPU index"),
     ({"patterns": [], "sweep": False}, "nothing to release"),
     ({"term_timeout": -1}, "term_timeout"),
+    ({"timeout": 0}, "timeout must be a positive number"),
+    ({"max_used_mib": -1}, "max_used_mib must be 0 or more"),
+    ({"protect": [""]}, "protect: an empty pattern"),
+    ({"protect": ["["]}, "protect: '[' is not a valid regular expression"),
 ])
 def test_refused_inputs(gpu_root, ns, args, words):
     root, env = gpu_root

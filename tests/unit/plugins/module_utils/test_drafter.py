@@ -1,0 +1,70 @@
+"""drafter_check's logic: each mismatch names the field and both values."""
+import copy
+import json
+
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils import _drafter
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+
+TARGET = {"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "vocab_size": 163840,
+          "num_hidden_layers": 61}
+DRAFTER = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 7168, "vocab_size": 163840,
+           "draft_vocab_size": 32000, "num_hidden_layers": 1,
+           "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}}
+
+
+def with_change(base, path, value):
+    out = copy.deepcopy(base)
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return out
+
+
+def test_matching_pair_passes():
+    checked = _drafter.check_pair(DRAFTER, TARGET)
+    assert checked["aux_layer_ids"] == [1, 29, 57] and checked["target_num_hidden_layers"] == 61
+
+
+@pytest.mark.parametrize("drafter, target, words", [
+    (with_change(DRAFTER, ["architectures"], ["LlamaForCausalLM"]), TARGET, "is not an EAGLE-3 architecture"),
+    (with_change(DRAFTER, ["hidden_size"], 4096), TARGET, "hidden_size differs: drafter hidden_size=4096, target hidden_size=7168"),
+    (with_change(DRAFTER, ["vocab_size"], 32000), TARGET, "vocab_size differs: drafter vocab_size=32000, target vocab_size=163840"),
+    (with_change(DRAFTER, ["draft_vocab_size"], 200000), with_change(TARGET, ["vocab_size"], 163840),
+     "draft_vocab_size=200000 exceeds vocab_size=163840"),
+    (with_change(DRAFTER, ["eagle_config", "eagle_aux_hidden_state_layer_ids"], [1, 29, 61]), TARGET,
+     "eagle_aux_hidden_state_layer_ids has 61, not below the target's num_hidden_layers=61"),
+])
+def test_mismatches_name_field_and_values(drafter, target, words):
+    with pytest.raises(InvalidInput) as err:
+        _drafter.check_pair(drafter, target)
+    assert words in err.value.msg
+
+
+@pytest.mark.parametrize("numbers, words", [
+    ((3, None, 4), "set all three or none"),
+    ((3, 1, 5), "num_draft_tokens must be num_steps + 1: num_draft_tokens=5, num_steps=3 (expected 4)"),
+    ((0, 1, 1), "num_steps must be at least 1"),
+])
+def test_speculative_numbers_refused(numbers, words):
+    with pytest.raises(InvalidInput) as err:
+        _drafter.check_speculative_numbers(*numbers)
+    assert words in err.value.msg
+
+
+@pytest.mark.parametrize("numbers", [(None, None, None), (3, 1, 4), (3, 4, 16)])
+def test_speculative_numbers_accepted(numbers):
+    _drafter.check_speculative_numbers(*numbers)
+
+
+def test_multimodal_target_reads_text_config(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["KimiK25"], "text_config": TARGET}))
+    assert _drafter.load_config(str(tmp_path), "target")["hidden_size"] == 7168
+
+
+def test_missing_config_says_which_path(tmp_path):
+    with pytest.raises(InvalidInput) as err:
+        _drafter.load_config(str(tmp_path / "nope"), "drafter")
+    assert "drafter config" in err.value.msg and "config.json cannot be read" in err.value.msg
