@@ -18,6 +18,7 @@ from ._protect import Protection, compile_protect
 from ._signals import Target, close_all, release
 
 VERIFY_POLL = 0.02  # seconds between NVML reads while memory drains
+STUCK_AFTER = 2.0  # seconds of unchanged memory before checking who still holds it
 
 
 class ReleaseOptions:
@@ -164,22 +165,48 @@ class Releaser:
         after = None
         if self.opts.verify:
             t0 = time.monotonic()
-            after = self._wait_drained(indices)
+            after = self._wait_drained(indices, minors)
             timings["verify"] = round(time.monotonic() - t0, 3)
             plan = self._plan(minors)  # who still holds what, for the report
         result["timings"] = timings
         result["gpus"] = self._gpu_report(before, after, plan)
         return self._finish(result)
 
-    def _wait_drained(self, indices):
+    def _wait_drained(self, indices, minors):
+        """Poll NVML until every selected GPU is free, or the deadline.
+
+        Gives up early when memory has stopped changing for STUCK_AFTER seconds
+        and every GPU still in use is held only by protected processes: nothing
+        this module may signal is left, so waiting out the timeout helps nobody.
+        """
         limit = self.opts.max_used_mib
+        last_used, last_change, last_look = None, time.monotonic(), 0.0
         while True:
             records = self.session.snapshot(indices)
-            if all(gpu_memory_mib(r, self.opts.v1_reserve_mib)[0] <= limit for r in records):
+            used = [gpu_memory_mib(r, self.opts.v1_reserve_mib)[0] for r in records]
+            if all(u <= limit for u in used):
                 return records
-            if time.monotonic() >= self.deadline:
+            now = time.monotonic()
+            if now >= self.deadline:
                 return records
+            if used != last_used:
+                last_used, last_change = used, now
+            elif now - last_change >= STUCK_AFTER and now - last_look >= STUCK_AFTER:
+                last_look = now
+                if self._only_protected_hold(records, minors, limit):
+                    return records
             time.sleep(VERIFY_POLL)
+
+    def _only_protected_hold(self, records, minors, limit):
+        plan = self._plan(minors)
+        holders = _holders.scan(self.devices)
+        for rec, minor in zip(records, minors):
+            if gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0] <= limit:
+                continue
+            pids = holders.holders_of([minor]) - plan.protection.own_tree
+            if not pids or any(not plan.protection.reason(p) for p in pids):
+                return False  # an invisible or killable holder: its memory may still go
+        return True
 
     def _gpu_report(self, before, after, plan):
         """Per selected GPU: memory before and after, and who holds it now."""

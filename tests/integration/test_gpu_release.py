@@ -204,3 +204,13 @@ def test_nvml_monitor_is_not_swept(gpu_root, ns):
     assert not ns.alive(server)
     assert ns.alive(pid), [k for k in res["killed"] if k["pid"] == pid]
     assert pid in [h["pid"] for h in res["gpus"][0]["holders"]]
+
+
+def test_gives_up_early_when_only_protected_holders_remain(gpu_root, ns):
+    """Memory held only by a protected daemon cannot drain: no waiting out a long timeout."""
+    root, env = gpu_root
+    daemon = hold(root, 4, 900, "nv-hostengine -n", ns, env)
+    res = run_module("gpu_release", {"patterns": [SGLANG], "timeout": 60}, env=env, ns=ns)
+    assert res["_rc"] != 0 and "GPU 4" in res["msg"] and "protected: gpu daemon" in res["msg"]
+    assert res["elapsed"] < 30, res["elapsed"]  # gave up well before the 60 s timeout
+    assert ns.alive(daemon)
