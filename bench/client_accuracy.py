@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -41,6 +41,8 @@ SIM_MODEL = os.path.join(REPO, "tests", "sim", "models", "kimi-k2.5-int4")
 
 # Servers the benches measure against (client_ceiling.py imports these too);
 # each is stopped by the PID (or the session) this script started.
+
+
 class Started(object):
     def __init__(self, proc, url, model, describe, group=False):
         self.proc, self.url, self.model, self.describe, self.group = proc, url, model, describe, group

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -77,10 +77,10 @@ def main():
         print("%6s %16s %16s %16s %10s" % ("level", "client tok/cpu-s", "drain tok/cpu-s", "wall tok/s", "ratio"))
         for level in a.levels:
             n = max(2 * level, 8)
-            base_cpu, _, _ = measure(target, level, n, a.tokens, srv.model, DrainRecord)
+            base_cpu, unused, unused = measure(target, level, n, a.tokens, srv.model, DrainRecord)
             full_cpu, full_wall, bad = measure(target, level, n, a.tokens, srv.model, bc.Record)
             print("%6d %16.0f %16.0f %16.0f %9.2fx%s" % (level, full_cpu, base_cpu, full_wall, full_cpu / base_cpu,
-                                                        "  (%d failed)" % bad if bad else ""))
+                                                         "  (%d failed)" % bad if bad else ""))
         print("client tok/cpu-s: output tokens per second of the client's own CPU = one core's ceiling;\n"
               "ratio: full client against the parse-free drain of the same stream.")
     finally:

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -52,7 +52,7 @@ def run_playbook(inventory, extra_vars, limit=None):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
     started = time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     wall = time.monotonic() - started
     if proc.returncode != 0:
         sys.exit("ansible-playbook failed (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout[-4000:],
@@ -81,7 +81,7 @@ def summary(values):
 
 def measure(name, inventory, runs, hosts, base_vars, counter, limit=None, change=True):
     rows = []
-    for _ in range(runs):
+    for unused in range(runs):
         extra = dict(base_vars)
         if change:
             counter[0] += 1
@@ -102,7 +102,7 @@ def measure(name, inventory, runs, hosts, base_vars, counter, limit=None, change
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--ssh-port", type=int, default=2611)
     parser.add_argument("--server-port", type=int, default=30611)

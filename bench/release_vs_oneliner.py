@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -59,8 +59,17 @@ PATTERN = r"sglang::|sglang\.launch_server"
 GPUS = 8
 GUARD = '[ "$(cat /proc/1/comm)" = tini ] || { echo "not in a private PID namespace" >&2; exit 99; }\n'
 
-SEED1 = GUARD + r"""PID=$(ps aux | grep "sglang.launch_server" | grep -v grep | awk '{print $2}' | head -1); kill -9 $PID 2>/dev/null; sleep 2; ps aux | grep -E "python3|sglang" | grep -v grep | awk '{print $2}' | xargs kill -9 2>/dev/null; sleep 3; kill -9 $(fuser {dev}/nvidia* 2>/dev/null | tr " " "\n" | sort -u | grep -v "^$") 2>/dev/null; sleep 2; {status}
-"""
+# Seed 1 as typed (one line in the write-up), step by step.
+SEED1 = GUARD + "; ".join([
+    r"""PID=$(ps aux | grep "sglang.launch_server" | grep -v grep | awk '{print $2}' | head -1)""",
+    r"""kill -9 $PID 2>/dev/null""",
+    r"""sleep 2""",
+    r"""ps aux | grep -E "python3|sglang" | grep -v grep | awk '{print $2}' | xargs kill -9 2>/dev/null""",
+    r"""sleep 3""",
+    r"""kill -9 $(fuser {dev}/nvidia* 2>/dev/null | tr " " "\n" | sort -u | grep -v "^$") 2>/dev/null""",
+    r"""sleep 2""",
+    r"""{status}""",
+]) + "\n"
 SEED2 = GUARD + r"""pkill -9 -f "sglang" 2>/dev/null; sleep 8; {status} | head -2
 """
 # `nvidia-smi --query-gpu=index,memory.used --format=csv,noheader` on the fake GPUs
@@ -251,7 +260,7 @@ def one_run(name, fn, root, env, workdir, args):
 
 def noop_runs(root, env, workdir, args):
     module, inproc = [], []
-    for _ in range(args.runs):
+    for unused in range(args.runs):
         host = Host(root, env, workdir, args.mib, False, with_server=False)
         try:
             wall, own = variant_module(host)
@@ -269,7 +278,7 @@ def seed2_as_typed(root, env, workdir, args):
     try:
         text = SEED2.replace("{status}", STATUS.replace("{root}", root))
         wall, rc, stdout = run_script(host, text, as_bash_c=True)
-        checked, _ = own_check(stdout)
+        checked, unused = own_check(stdout)
         return {"rc": rc, "check_printed": checked, "wall": wall}
     finally:
         host.stop()
@@ -277,7 +286,7 @@ def seed2_as_typed(root, env, workdir, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--mib", type=int, default=20000)
     parser.add_argument("--stray", action="store_true", help="add a non-sglang child holding GPU 7")
@@ -291,7 +300,7 @@ def main(argv=None):
     with open(os.path.join(work, "monitor.py"), "w") as handle:
         handle.write(MONITOR)
     poller = Poller(root)
-    results = {name: [] for name, _ in VARIANTS}
+    results = {name: [] for name, unused in VARIANTS}
     try:
         for i in range(args.runs):
             for name, fn in VARIANTS:  # interleaved, so drift hits every variant alike
@@ -306,12 +315,13 @@ def main(argv=None):
     print("Release of an 8-worker server tree (%d MiB per GPU%s), %d runs each, private PID namespaces"
           % (args.mib, ", plus a non-sglang child on GPU 7" if args.stray else "", args.runs))
     print("%-26s %9s %9s  %-9s %-13s %-10s %-17s" % ("variant", "median s", "min s", "tree gone",
-                                                   "all 8 GPUs 0", "bystander", "own check covers"))
+                                                     "all 8 GPUs 0", "bystander", "own check covers"))
     med = {}
-    for name, _ in VARIANTS:
+    for name, unused in VARIANTS:
         runs = results[name]
         walls = [r["wall"] for r in runs]
         med[name] = statistics.median(walls)
+
         def frac(key):
             return "%d/%d" % (sum(1 for r in runs if r[key]), len(runs))
         checked = sorted({r["own"]["checked"] for r in runs})

@@ -35,7 +35,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp  # no remote temporary directory is used
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        unused, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         try:
             out = build_report(
                 args["results"], args["dest_dir"], title=args["title"],

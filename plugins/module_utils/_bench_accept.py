@@ -45,7 +45,8 @@ class Probe(object):
         """(status, body text); status None when nothing answered."""
         req = urllib.request.Request(self.base + path, headers=self.headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout, context=self.context) as resp:
+            opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=self.context))
+            with opener.open(req, timeout=self.timeout) as resp:
                 return resp.status, resp.read().decode("utf-8", "replace")
         except urllib.error.HTTPError as exc:
             return exc.code, ""
@@ -77,7 +78,7 @@ def parse_prometheus(text):
             name = line[:line.index("{")]
             rest = line[_label_end(line) + 1:]
         else:
-            name, _, rest = line.partition(" ")
+            name, unused, rest = line.partition(" ")
         fields = rest.split()
         if not fields or name.endswith("_created"):
             continue
@@ -211,4 +212,3 @@ def sglang_server_info_acceptance(info):
     if value is None:
         return None, None
     return round(float(value), 3), "server_info"
-

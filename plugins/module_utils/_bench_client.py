@@ -49,10 +49,10 @@ def request_body(api, model, input_len, output_len, seed, temperature):
         "ignore_eos": True,
     }
     if api == "chat":
-        words = " ".join(rng.choice(_WORDS) for _ in range(max(input_len - 1, 1)))
+        words = " ".join(rng.choice(_WORDS) for unused in range(max(input_len - 1, 1)))
         body["messages"] = [{"role": "user", "content": "%d %s" % (seed, words)}]
     else:
-        body["prompt"] = [rng.randrange(_TOKEN_LOW, _TOKEN_HIGH) for _ in range(input_len)]
+        body["prompt"] = [rng.randrange(_TOKEN_LOW, _TOKEN_HIGH) for unused in range(input_len)]
     return json.dumps(body, separators=(",", ":")).encode("utf-8")
 
 

@@ -196,7 +196,7 @@ class StreamProtocol(asyncio.Protocol):
         self.status = int(parts[1])
         headers = {}
         for line in lines[1:]:
-            key, _, value = line.partition(":")
+            key, unused, value = line.partition(":")
             headers[key.strip().lower()] = value.strip()
         if parts[0] == "HTTP/1.0" or headers.get("connection", "").lower() == "close":
             self.keep_alive = False
@@ -245,7 +245,7 @@ class StreamProtocol(asyncio.Protocol):
 async def open_connection(target, timeout):
     """A connected StreamProtocol, or an exception after `timeout` seconds."""
     loop = asyncio.get_running_loop()
-    _, proto = await asyncio.wait_for(
+    unused, proto = await asyncio.wait_for(
         loop.create_connection(StreamProtocol, target.host, target.port, ssl=target.ssl),
         timeout,
     )

@@ -29,7 +29,7 @@ async def _run(target, path, bodies, level, timeout):
         except (OSError, asyncio.TimeoutError):
             return None  # the worker retries per request and records the error
 
-    states = [[p] for p in await asyncio.gather(*(connect() for _ in range(level)))]
+    states = [[p] for p in await asyncio.gather(*(connect() for unused in range(level)))]
     next_index = [0]
 
     async def worker(state):

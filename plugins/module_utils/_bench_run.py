@@ -96,7 +96,7 @@ def run_benchmark(params):
         n = params.get("requests_per_level") or default_requests(level)
         w = level if params.get("warmup_requests") is None else params["warmup_requests"]
         bodies = []
-        for _ in range(w + n):
+        for unused in range(w + n):
             bodies.append(request_body(params["api"], model, params["input_len"], params["output_len"],
                                        serial, params.get("temperature", 0.0)))
             serial += 1

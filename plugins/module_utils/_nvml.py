@@ -209,7 +209,7 @@ class NvmlSession:
 
     def _reap(self, block):
         try:
-            pid, _ = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            pid, unused = os.waitpid(self.pid, 0 if block else os.WNOHANG)
             return pid == self.pid
         except ChildProcessError:
             return True

@@ -75,7 +75,7 @@ CAUSES = (
         r"^[\w./-]+(?: [\w./-]+)?: error: ")),  # argparse: "prog: error: msg"
     ("warmup_error", "warm-up request failed", re.compile(r"Initialization failed\. warmup error")),
 )
-_CAUSE_TEXT = dict((kind, text) for kind, text, _ in CAUSES)
+_CAUSE_TEXT = dict((kind, text) for kind, text, unused in CAUSES)
 
 # SGLang: "[2025-12-23 14:18:01 TP0] ..."; vLLM: "INFO 05-06 20:59:57 [file.py:1] ..."
 _TS_SGLANG = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
@@ -137,7 +137,7 @@ def diagnose(causes, exit_code=None):
 
     causes: dict kind -> line. Returns {kind, message, line, exit_code}.
     """
-    for kind, text, _ in CAUSES:
+    for kind, text, unused in CAUSES:
         if kind in causes:
             return {"kind": kind, "message": text, "line": causes[kind], "exit_code": exit_code}
     if exit_code == 2:

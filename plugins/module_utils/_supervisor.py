@@ -68,7 +68,7 @@ def start(argv, env, log_path, state_path, fingerprint, listen=None, cwd=None):
         if holder:
             raise GpuFleetError("port %s:%s is already in use by %s; stop it or choose another port"
                                 % (listen[0], listen[1], holder))
-    for directory in {os.path.dirname(log_path), os.path.dirname(state_path)}:
+    for directory in sorted({os.path.dirname(log_path), os.path.dirname(state_path)}):
         try:
             os.makedirs(directory, mode=0o750, exist_ok=True)
         except OSError as exc:

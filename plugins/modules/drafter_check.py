@@ -56,7 +56,13 @@ drafter:
   description: The drafter fields that were checked.
   returned: success
   type: dict
-  sample: {architectures: [LlamaForCausalLMEagle3], hidden_size: 7168, vocab_size: 163840, draft_vocab_size: 32000, aux_layer_ids: [1, 29, 57], target_num_hidden_layers: 61}
+  sample:
+    architectures: [LlamaForCausalLMEagle3]
+    hidden_size: 7168
+    vocab_size: 163840
+    draft_vocab_size: 32000
+    aux_layer_ids: [1, 29, 57]
+    target_num_hidden_layers: 61
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -73,7 +79,7 @@ def main():
             target_model_path=dict(type="path", required=True),
             num_steps=dict(type="int"),
             eagle_topk=dict(type="int"),
-            num_draft_tokens=dict(type="int"),
+            num_draft_tokens=dict(type="int", no_log=False),
         ),
         supports_check_mode=True,
     )

@@ -165,7 +165,7 @@ async def handle(reader, writer, st):
             method, path = lines[0].split(" ")[:2]
             headers = {}
             for line in lines[1:]:
-                key, _, value = line.partition(":")
+                key, unused, value = line.partition(":")
                 headers[key.strip().lower()] = value.strip()
             body = await reader.readexactly(int(headers.get("content-length") or 0))
             if method == "GET" and path == "/v1/models":

@@ -51,12 +51,12 @@ class Fleet:
     def up(self, *extra):
         proc = subprocess.run([str(PY), str(SIMCTL), "fleet", "up", str(self.dir), "--hosts",
                                str(self.hosts), "--port", str(self.ssh_port), *extra],
-                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
         assert proc.returncode == 0, "fleet up: %s%s" % (proc.stdout, proc.stderr)
 
     def down(self):
         proc = subprocess.run([str(PY), str(SIMCTL), "fleet", "down", str(self.dir)],
-                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
         assert proc.returncode == 0, "fleet down: %s%s" % (proc.stdout, proc.stderr)
 
     # ---- hosts -----------------------------------------------------------
@@ -85,7 +85,7 @@ class Fleet:
              "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
              "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
              "-o", "ConnectTimeout=10", "root@" + self.address(index), command],
-            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
         if check:
             assert proc.returncode == 0, "ssh %s %r: rc %d\n%s%s" % (
                 self.address(index), command, proc.returncode, proc.stdout, proc.stderr)
@@ -119,7 +119,7 @@ class Fleet:
     def playbook(self, name, extra_vars=None, inventories=(), timeout=300):
         proc = subprocess.run(self.playbook_cmd(name, extra_vars, inventories), cwd=str(REPO),
                               env=ansible_env(), capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+                              timeout=timeout, stdin=subprocess.DEVNULL, check=False)
         proc.output = proc.stdout + proc.stderr
         return proc
 
@@ -130,7 +130,7 @@ class Fleet:
         proc = subprocess.run([str(ANSIBLE), "-i", str(self.inventory), host, "-m", module]
                               + (["-a", json.dumps(args)] if args else []),
                               cwd=str(REPO), env=env, capture_output=True, text=True,
-                              timeout=120, stdin=subprocess.DEVNULL)
+                              timeout=120, stdin=subprocess.DEVNULL, check=False)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return json.loads(proc.stdout.split("=>", 1)[1])
 

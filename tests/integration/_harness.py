@@ -14,7 +14,7 @@ PYTHON = os.path.join(VENV_BIN, "python")
 SIMCTL = os.path.join(REPO, "tests", "sim", "simctl")
 sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
 
-from simlib import fakegpu  # noqa: E402  (tests/sim is put on the path above)
+from simlib import fakegpu  # noqa: E402,F401  pylint: disable=unused-import  (re-exported to tests)
 
 
 def ansible_env(extra=None):
@@ -42,7 +42,7 @@ def run_module(module, args, env=None, check=False, timeout=180, ns=None):
         if ns is not None:
             cmd = ns.cmd(cmd)
         proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(env), capture_output=True,
-                              text=True, timeout=timeout)
+                              text=True, timeout=timeout, check=False)
         path = os.path.join(tree, "localhost")
         if not os.path.exists(path):
             raise AssertionError("no result from ansible:\n%s\n%s" % (proc.stdout, proc.stderr))

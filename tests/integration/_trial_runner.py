@@ -313,7 +313,7 @@ def check(trial, pids, result, error, gone_ids, outsiders_gone):
     """A list of problems (empty when the trial holds the invariant)."""
     problems = []
     expected = {int(k): v for k, v in trial["expected"].items()}
-    by_pid = {pid: nid for nid, (pid, _) in pids.items()}
+    by_pid = {pid: nid for nid, (pid, unused) in pids.items()}
     killed = {}
     for rec in (result or {}).get("killed", []):
         killed[rec["pid"]] = rec["reason"]
@@ -341,7 +341,7 @@ def check(trial, pids, result, error, gone_ids, outsiders_gone):
     want_fail = bool(trial["unfree"]) and not trial["check_mode"]
     if want_fail != (error is not None):
         problems.append("error %r, expected %s" % (error, "a failure on GPUs %s" % trial["unfree"]
-                                                    if want_fail else "success"))
+                                                   if want_fail else "success"))
     elif error is not None:
         named = sorted(int(g) for g in re.findall(r"GPU (\d+) \(", error))
         if named != trial["unfree"]:

@@ -70,7 +70,7 @@ def test_ready_detection_latency(procs, tmp_path):
         server.proc.terminate()
     print("\nready detection over %d runs: noticed median %.3f s (max %.3f), module done median %.3f s, "
           "ansible returned median %.3f s" % (len(noticed), median(noticed), max(noticed), median(returned),
-                                               median(ended)))
+                                              median(ended)))
     assert max(noticed) < NOTICE_S
     assert median(returned) < NOTICE_S + 0.2
     assert max(ended) < NOTICE_S + OVERHEAD_S
@@ -155,7 +155,7 @@ def test_crash_detection_latency_median(procs, tmp_path):
         assert rc != 0 and result["cause"]["kind"] == "oom"
         latencies.append(progress_time(run.progress, "FAILED") - server.event("died")["t"])
     print("\ncrash detection over %d runs: median %.3f s, max %.3f s" % (len(latencies), median(latencies),
-                                                                       max(latencies)))
+                                                                         max(latencies)))
     assert max(latencies) < NOTICE_S
 
 

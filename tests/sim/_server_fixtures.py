@@ -159,7 +159,7 @@ def measure_throughput(port, concurrency, requests, max_tokens):
     per_thread = [requests // concurrency + (1 if i < requests % concurrency else 0)
                   for i in range(concurrency)]
     totals, errors = [0] * concurrency, []
-    conns = [http.client.HTTPConnection(HOST, port, timeout=60) for _ in range(concurrency)]
+    conns = [http.client.HTTPConnection(HOST, port, timeout=60) for unused in range(concurrency)]
     for c in conns:
         c.connect()
     go = threading.Barrier(concurrency + 1)
@@ -167,7 +167,7 @@ def measure_throughput(port, concurrency, requests, max_tokens):
     def worker(i):
         try:
             go.wait()
-            for _ in range(per_thread[i]):
+            for unused in range(per_thread[i]):
                 usage, _texts = stream_completion(conns[i], max_tokens)
                 totals[i] += usage["completion_tokens"]
         except Exception as exc:  # noqa: BLE001 - reported by the caller

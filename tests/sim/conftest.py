@@ -115,7 +115,7 @@ def nvml_env(root, **extra):
 
 def probe_snapshot(root, timeout=30):
     cp = subprocess.run([PY, "-c", PROBE, "snapshot"], env=nvml_env(root),
-                        capture_output=True, text=True, timeout=timeout)
+                        capture_output=True, text=True, timeout=timeout, check=False)
     assert cp.returncode == 0, cp.stderr
     return json.loads(cp.stdout)
 
@@ -180,7 +180,7 @@ class Procs:
         """`simctl gpu hold --detach`; returns the holder's PID."""
         cp = subprocess.run([PY, SIMCTL, "gpu", "hold", root, "--gpu",
                              ",".join(str(g) for g in gpus), "--mib", str(mib), "--detach"]
-                            + list(extra), capture_output=True, text=True, timeout=60)
+                            + list(extra), capture_output=True, text=True, timeout=60, check=False)
         assert cp.returncode == 0, cp.stderr
         return self.add(int(cp.stdout.strip()))
 

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(
 
 def simctl(*args, check=True):
     proc = subprocess.run([str(PY), str(SIMCTL), *map(str, args)], capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+                          text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
     if check:
         assert proc.returncode == 0, "simctl %s: rc %d\n%s%s" % (
             " ".join(map(str, args)), proc.returncode, proc.stdout, proc.stderr)
@@ -50,7 +50,7 @@ def ssh(fleet_dir, address, command, port=PORT, check=True):
          "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
          "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
          "-o", "ConnectTimeout=10", "root@" + address, command],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
     if check:
         assert proc.returncode == 0, "ssh %s %r: rc %d\n%s" % (
             address, command, proc.returncode, proc.stderr)
@@ -182,17 +182,17 @@ def test_each_host_has_its_own_process_table(fleet):
 
 
 def test_ansible_reaches_both_hosts(fleet):
-    fleet_dir, _ = fleet
+    fleet_dir, unused = fleet
     proc = subprocess.run([str(ANSIBLE), "-i", str(fleet_dir / "inventory.yml"), "gpu_hosts",
                            "-m", "ansible.builtin.ping"], cwd=str(REPO), capture_output=True,
-                          text=True, timeout=180, stdin=subprocess.DEVNULL)
+                          text=True, timeout=180, stdin=subprocess.DEVNULL, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("sim-h1", "sim-h2"):
         assert "%s | SUCCESS" % name in proc.stdout
 
 
 def test_status_reports_both_hosts(fleet):
-    fleet_dir, _ = fleet
+    fleet_dir, unused = fleet
     rows = json.loads(simctl("fleet", "status", fleet_dir, "--json").stdout)
     assert [r["name"] for r in rows] == ["sim-h1", "sim-h2"]
     for index, row in enumerate(rows, start=1):
@@ -207,7 +207,7 @@ def test_status_reports_both_hosts(fleet):
 
 
 def test_up_refuses_a_dir_with_a_fleet(fleet):
-    fleet_dir, _ = fleet
+    fleet_dir, unused = fleet
     proc = simctl("fleet", "up", fleet_dir, "--hosts", 2, "--port", PORT, check=False)
     assert proc.returncode == 1 and "already set up" in proc.stderr
     assert simctl("fleet", "status", fleet_dir, check=False).returncode == 0
@@ -219,7 +219,7 @@ def test_down_leaves_nothing_behind(request, tmp_path):
     ssh(fleet_dir, "127.0.0.2", "sleep 3600 </dev/null >/dev/null 2>&1 &", port=PORT + 1)
     procs = fleet_processes(fleet_dir)
     assert len(procs) >= 2 * 3 + 1  # unshare, tini, sshd per host, and the sleep
-    assert any(psutil.Process(pid).name() == "sleep" for pid, _ in procs)
+    assert any(psutil.Process(pid).name() == "sleep" for pid, unused in procs)
     assert all(still_running(*p) for p in procs)
     simctl("fleet", "down", fleet_dir)
     assert [p for p in procs if still_running(*p)] == []

@@ -115,7 +115,7 @@ def test_phases_in_order_and_health_503_then_200(servers):
     codes = []
 
     def health():
-        status, _ = s.request("GET", "/health")
+        status, unused = s.request("GET", "/health")
         codes.append(status)
         return status == 200
 
@@ -359,7 +359,7 @@ def test_throughput_matches_the_seed_figures(tmp_path):
     s = Server(tmp_path, [], tp=2)
     try:
         s.wait_ready()
-        single, _ = measure_throughput(s.port, 1, 3, 64)
+        single, unused = measure_throughput(s.port, 1, 3, 64)
         peak, tokens = measure_throughput(s.port, 128, 128, 64)
     finally:
         s.stop()
@@ -369,5 +369,5 @@ def test_throughput_matches_the_seed_figures(tmp_path):
 
 
 def test_speculation_speeds_up_a_single_stream(spec):
-    single, _ = measure_throughput(spec.port, 1, 2, 64)
+    single, unused = measure_throughput(spec.port, 1, 2, 64)
     assert single > 1.6 * 63.6, single

@@ -228,7 +228,7 @@ def visible_pid(pid, starttime):
 def _read_alloc(fd):
     fields = {}
     for line in os.pread(fd, 1024, 0).decode().splitlines():
-        key, _, value = line.partition("=")
+        key, unused, value = line.partition("=")
         fields[key] = int(value) if value.isdigit() else value
     return fields
 

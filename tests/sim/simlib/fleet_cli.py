@@ -48,8 +48,8 @@ def _preflight():
     missing = [(tool, pkg) for tool, pkg in TOOLS if not shutil.which(tool)]
     if missing:
         return ("simctl fleet: missing %s; install with: apt-get install %s"
-                % (", ".join(t for t, _ in missing),
-                   " ".join(sorted({p for _, p in missing}))))
+                % (", ".join(t for t, unused in missing),
+                   " ".join(sorted({p for unused, p in missing}))))
     return None
 
 

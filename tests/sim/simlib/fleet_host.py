@@ -51,7 +51,7 @@ class Host:
     def prepare(self, gpus, extra_env, authorized_keys):
         """Create the host's directories, keys, fake GPUs and configs."""
         os.makedirs(self.dir, mode=0o755)
-        for name, _, mode in PRIVATE_DIRS:
+        for name, unused, mode in PRIVATE_DIRS:
             path = os.path.join(self.dir, name)
             os.mkdir(path)
             os.chmod(path, mode)  # mkdir's mode is cut by the umask
@@ -118,7 +118,7 @@ class Host:
         q = shlex.quote
         keep_visible = sorted({os.path.realpath(self.fleet_dir), REPO})
         early, late = [], []
-        for name, target, _ in PRIVATE_DIRS:
+        for name, target, unused in PRIVATE_DIRS:
             source = os.path.join(self.dir, name)
             hidden = [p for p in keep_visible if p == target or p.startswith(target + "/")]
             if not hidden:

@@ -78,9 +78,9 @@ def up(fleet_dir, count, gpus, port, extra_env, say=print):
     for host in hosts:
         state = host.load_state()
         say("%s  %s:%d  init pid %d  gpus %s" % (host.name, host.address, port,
-                                                state["init_pid"], host.gpu_root))
+                                                 state["init_pid"], host.gpu_root))
     say("fleet up: %d hosts in %.1fs; inventory %s" % (count, time.monotonic() - started,
-                                                      fleet.inventory))
+                                                       fleet.inventory))
 
 
 def _port_taken(host):
@@ -217,4 +217,3 @@ def _refuse_if_mounted(path):
             if point == path or point.startswith(prefix):
                 raise FleetError("%s is mounted inside the fleet dir; not removing files"
                                  % point)
-

@@ -96,13 +96,13 @@ def test_error_status_keeps_a_sample_of_the_body():
     body = json.dumps({"error": {"message": "injected"}}).encode()
     raw = b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
         len(body), body)
-    rec, status, _ = drive(raw, 5)
+    rec, status, unused = drive(raw, 5)
     assert status == 500 and not rec.ok
     assert rec.error.startswith("HTTP 500: ") and "injected" in rec.error
 
 
 def test_connection_lost_midway_fails_the_request():
-    rec, result, _ = drive(CHUNKED[:150], 50, close_after=True)
+    rec, result, unused = drive(CHUNKED[:150], 50, close_after=True)
     assert isinstance(result, ConnectionError)
 
 

@@ -53,8 +53,8 @@ def test_shapes_give_the_same_report(shape):
     assert fleet["baseline"]["single_stream_tok_s"] == 122.0
     assert (fleet["candidate"]["peak_tok_s"], fleet["candidate"]["peak_concurrency"]) == (3700.0, 128)
     assert [r["ratio"] for r in fleet["ratio"]] == [pytest.approx(183.0 / 122.0, abs=1e-3),
-                                                  pytest.approx(1020.0 / 810.0, abs=1e-3),
-                                                  pytest.approx(3700.0 / 4100.0, abs=1e-3)]
+                                                    pytest.approx(1020.0 / 810.0, abs=1e-3),
+                                                    pytest.approx(3700.0 / 4100.0, abs=1e-3)]
     assert rep["notes"] == []
 
 

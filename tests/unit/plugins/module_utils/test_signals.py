@@ -78,7 +78,7 @@ def test_term_timeout_zero_sends_only_kill(mode, start):
 
 
 def test_obedient_processes_do_not_wait_for_term_timeout(mode, start):
-    procs = [start(OBEY) for _ in range(3)]
+    procs = [start(OBEY) for unused in range(3)]
     targets = [sig.Target(info_of(p.pid), "pattern") for p in procs]
     t0 = time.monotonic()
     assert sig.release(targets, term_timeout=30, deadline=t0 + 60) == []
@@ -111,7 +111,7 @@ def test_matching_start_time_within_tolerance_is_pinned(mode, start):
 
 
 def test_wait_gone_returns_when_processes_exit_zombie_counts(mode, start):
-    procs = [start(EXIT_SOON) for _ in range(2)]
+    procs = [start(EXIT_SOON) for unused in range(2)]
     targets = [sig.Target(info_of(p.pid), "pattern") for p in procs]
     t0 = time.monotonic()
     alive = sig.wait_gone(targets, deadline=t0 + 30)

@@ -37,7 +37,7 @@ class Request:
     def take(self, n):
         """Produce up to n tokens; stops at max_new_tokens or a drawn EOS."""
         texts = []
-        for _ in range(n):
+        for unused in range(n):
             self.completion_tokens += 1
             if not self.ignore_eos and self.rng.random() < self.eos_prob:
                 self.finish_reason = "stop"
@@ -103,7 +103,7 @@ class Engine:
         """Accepted length of one verify step: 1 + Binomial(D-1, p), mean = accept_length."""
         d = self.model.draft_tokens
         p = min(max((self.accept_length - 1.0) / (d - 1), 0.0), 1.0) if d > 1 else 0.0
-        return 1 + sum(1 for _ in range(d - 1) if req.rng.random() < p)
+        return 1 + sum(1 for unused in range(d - 1) if req.rng.random() < p)
 
     def _admit(self, log):
         new = []

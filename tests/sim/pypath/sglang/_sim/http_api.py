@@ -147,7 +147,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
 
     def _complete(self, kind, req, started):
-        text = "".join(t for t, _ in self._events(req))
+        text = "".join(t for t, unused in self._events(req))
         app = self.server.app
         if kind == "generate":
             return self._json(200, {"text": text, "meta_info": api.meta_info(

@@ -36,7 +36,6 @@ class _Barrier:
             raise threading.BrokenBarrierError
 
 
-
 def run_scheduler(rank, conf, conn):
     barrier = _Barrier(conn)
     _common_start("sglang::scheduler_TP%d" % rank, conf)
