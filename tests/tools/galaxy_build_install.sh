@@ -8,7 +8,8 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 "$repo/.venv/bin/ansible-galaxy" collection build "$repo" --output-path "$tmp/dist" >/dev/null
 tarball=$(ls "$tmp"/dist/gpufleet-serving-*.tar.gz)
-"$repo/.venv/bin/ansible-galaxy" collection install "$tarball" -p "$tmp/coll" >/dev/null 2>&1
+# --force: a copy installed elsewhere (~/.ansible/collections) must not make this a no-op.
+"$repo/.venv/bin/ansible-galaxy" collection install --force "$tarball" -p "$tmp/coll" >/dev/null 2>&1
 installed="$tmp/coll/ansible_collections/gpufleet/serving"
 test -f "$installed/plugins/modules/gpu_release.py"
 test -f "$installed/MANIFEST.json"
@@ -17,8 +18,15 @@ if tar -tzf "$tarball" | grep -E '(^|/)(\.venv|build|tests/output)/' >/dev/null;
 fi
 printf "[defaults]\ncollections_path = %s\n" "$tmp/coll" > "$tmp/ansible.cfg"
 export ANSIBLE_CONFIG="$tmp/ansible.cfg"
-for m in gpu_release gpu_info; do
+# Every module's and role's documentation parses and resolves from the installed copy.
+for path in "$installed"/plugins/modules/*.py; do
+  m=$(basename "$path" .py)
   "$repo/.venv/bin/ansible-doc" -t module "gpufleet.serving.$m" | grep -q "$tmp/coll" \
-    || { echo "ansible-doc did not resolve gpufleet.serving.$m from the installed copy" >&2; exit 1; }
+    || { echo "ansible-doc could not show gpufleet.serving.$m from the installed copy" >&2; exit 1; }
 done
-echo "built $(basename "$tarball"), installed and resolved from $installed"
+for path in "$installed"/roles/*/; do
+  r=$(basename "$path")
+  "$repo/.venv/bin/ansible-doc" -t role "gpufleet.serving.$r" | grep -q "ENTRY POINT" \
+    || { echo "ansible-doc could not show the role gpufleet.serving.$r" >&2; exit 1; }
+done
+echo "built $(basename "$tarball"), installed; docs of every module and role resolve from $installed"
