@@ -29,4 +29,10 @@ for path in "$installed"/roles/*/; do
   "$repo/.venv/bin/ansible-doc" -t role "gpufleet.serving.$r" | grep -q "ENTRY POINT" \
     || { echo "ansible-doc could not show the role gpufleet.serving.$r" >&2; exit 1; }
 done
+# Playbooks run by their collection names after install.
+for path in "$installed"/playbooks/*.yml; do
+  pb=$(basename "$path" .yml)
+  "$repo/.venv/bin/ansible-playbook" --syntax-check -i localhost, "gpufleet.serving.$pb" >/dev/null \
+    || { echo "ansible-playbook gpufleet.serving.$pb does not resolve or parse" >&2; exit 1; }
+done
 echo "built $(basename "$tarball"), installed; docs of every module and role resolve from $installed"
