@@ -77,7 +77,7 @@ def main():
         print("%6s %16s %16s %16s %10s" % ("level", "client tok/cpu-s", "drain tok/cpu-s", "wall tok/s", "ratio"))
         for level in a.levels:
             n = max(2 * level, 8)
-            base_cpu, unused, unused = measure(target, level, n, a.tokens, srv.model, DrainRecord)
+            base_cpu, unused_wall, unused_bad = measure(target, level, n, a.tokens, srv.model, DrainRecord)
             full_cpu, full_wall, bad = measure(target, level, n, a.tokens, srv.model, bc.Record)
             print("%6d %16.0f %16.0f %16.0f %9.2fx%s" % (level, full_cpu, base_cpu, full_wall, full_cpu / base_cpu,
                                                          "  (%d failed)" % bad if bad else ""))

@@ -14,7 +14,8 @@ PYTHON = os.path.join(VENV_BIN, "python")
 SIMCTL = os.path.join(REPO, "tests", "sim", "simctl")
 sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
 
-from simlib import fakegpu  # noqa: E402,F401  pylint: disable=unused-import  (re-exported to tests)
+# fakegpu is re-exported to the tests (tests/sim is put on the path above).
+from simlib import fakegpu  # noqa: E402,F401  pylint: disable=unused-import
 
 
 def ansible_env(extra=None):

@@ -19,7 +19,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from test_llm_benchmark import PY, server  # noqa: E402,F401  pylint: disable=unused-import  (the server fixture)
+# `server` is the fixture this file shares with test_llm_benchmark.
+from test_llm_benchmark import PY, server  # noqa: E402,F401  pylint: disable=unused-import
 
 PLAYBOOK = """
 - name: Benchmark baseline and candidate on every host

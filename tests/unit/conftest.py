@@ -15,37 +15,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(REPO, "build", "collections")
-SIM = os.path.join(REPO, "tests", "sim")
-for _path in (COLLECTIONS, SIM):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-
-def poll_until(predicate, timeout=10.0, interval=0.01, what="condition"):
-    """Return predicate()'s first truthy value; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
-        time.sleep(interval)
-
-
-def proc_state(pid):
-    """State letter from /proc/PID/stat ('Z' for a zombie), or None when gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
+# Imported for its effect: it puts the collection and tests/sim on sys.path.
+import _unit_support  # noqa: F401  pylint: disable=unused-import
 
 
 class OwnProcesses:

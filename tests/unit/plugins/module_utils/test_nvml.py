@@ -20,7 +20,7 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils import _nvml as nvml
 from simlib import fakegpu
 
-from conftest import COLLECTIONS, SIM
+from _unit_support import COLLECTIONS, SIM
 
 MIB = 1024 * 1024
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_nvml_probe.py")

@@ -16,7 +16,7 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils import _signals as sig
 from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import ProcInfo
 
-from conftest import poll_until, proc_state
+from _unit_support import poll_until, proc_state
 
 OBEY = "import sys; print('ready', flush=True); sys.stdin.read()"
 IGNORE_TERM = ("import signal, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
