@@ -463,12 +463,122 @@ def case_clean_noop(s):
             "releaser": direct}
 
 
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def case_role(s):
+    """The sglang_server role launches the simulated server on real GPUs, benchmarks it, stops it.
+
+    tests/gpu/role_case.yml through ansible-playbook on localhost: the simulator's TP
+    schedulers hold mem_fraction_static x total of real CUDA memory (--sim-real-gpu; on the
+    fake kit, fake GPU memory), server_wait (in the role), llm_benchmark at levels 1 and 4,
+    then state=stopped, whose gpu_release (sweep only, selected GPUs) verifies them free.
+    """
+    fake = os.environ.get("GF_BACKEND") == "fake"
+    work = tempfile.mkdtemp(prefix="gf-role-")
+    try:
+        model = os.path.join(work, "model")
+        os.makedirs(model)
+        with open(os.path.join(REPO, "tests/sim/models/kimi-k2.5-int4/config.json")) as handle:
+            config = json.load(handle)
+        with open(os.path.join(model, "config.json"), "w") as handle:
+            json.dump(config, handle)
+        with open(os.path.join(model, "model.safetensors.index.json"), "w") as handle:
+            json.dump({"metadata": {"total_size": 2 << 30}, "weight_map": {}}, handle)  # 2 GiB stand-in
+        python = os.path.join(work, "sglang-python")
+        with open(python, "w") as handle:  # the suite's python with the stand-in sglang package
+            handle.write('#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}"\nexport PYTHONPATH\nexec "%s" "$@"\n'
+                         % (os.path.join(REPO, "tests/sim/pypath"), PY))
+        os.chmod(python, 0o755)
+        result = os.path.join(work, "result.json")
+        gpus = list(range(s.n))
+        extra = {"gf_token": s.token, "gf_protect": [r"^(?!\s*sglang::(scheduler_TP\d+|detokenizer)\b)(?!.*%s)" % s.token],
+                 "gf_python": python, "gf_model": model, "gf_tp": s.n, "gf_gpus": gpus, "gf_port": free_port(),
+                 "gf_dir": work, "gf_fraction": s.args.role_fraction,
+                 "gf_extra_args": ["--sim-profile", "fast"] + ([] if fake else ["--sim-real-gpu"]),
+                 "gf_idle_max_mib": max(s.idle) + 1, "gf_result": result}
+        with open(os.path.join(work, "vars.json"), "w") as handle:
+            json.dump(extra, handle)
+        with open(os.path.join(work, "hosts"), "w") as handle:
+            handle.write("localhost ansible_connection=local ansible_python_interpreter=%s\n" % PY)
+        playbook = os.path.join(os.path.dirname(s.ansible), "ansible-playbook")
+        cmd = [playbook, "-i", os.path.join(work, "hosts"), "-e", "@" + os.path.join(work, "vars.json"),
+               os.path.join(HERE, "role_case.yml")]
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_LOCALHOST_WARNING="False")
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            out, _ = proc.communicate(timeout=480)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+            out += "\n(ansible-playbook killed after 480 s)"
+        wall = time.monotonic() - t0
+        s.facts["role_run"] = {"_stdout": out}
+        for pid in _token_pids(s.token):  # the server's main process, should the play have left it
+            s.pids.add(pid)
+        try:
+            with open(result) as handle:
+                seen = json.load(handle)
+        except (OSError, ValueError):
+            raise CaseFailed("no result from the role play (rc %d):\n%s" % (proc.returncode, out[-4000:]))
+        s.facts["role_run"].update(seen)
+        recap = [line for line in out.splitlines() if line.startswith("localhost ") and "ok=" in line]
+        facts = {"playbook_wall_s": round(wall, 2), "rc": proc.returncode, "recap": recap[-1:] and recap[-1].split(":", 1)[1].strip(),
+                 "ready_seconds": _num(seen.get("ready_seconds")), "launch_to_ready_s": _num(seen.get("launch_to_ready_s")),
+                 "phases": [(ph.get("name"), ph.get("at")) for ph in seen.get("phases") or []],
+                 "running_used_mib": seen.get("running_used_mib"), "total_mib": seen.get("running_total_mib"),
+                 "fraction": s.args.role_fraction, "holders_running": seen.get("running_holders"),
+                 "health": seen.get("health_status"),
+                 "bench": [{k: lv.get(k) for k in ("concurrency", "completed", "failed", "output_tok_s", "duration_s")}
+                           for lv in seen.get("bench_levels") or []],
+                 "stop_wall_s": _num(seen.get("stop_wall_s")), "supervisor_stop": seen.get("supervisor_stop"),
+                 "release": seen.get("release"), "after_used_mib": seen.get("after_used_mib"),
+                 "after_holders": seen.get("after_holders"), "after_nvml_processes": seen.get("after_nvml_processes")}
+        check(proc.returncode == 0, "the role play failed (rc %d): %s\n%s" % (proc.returncode, seen.get("failure"),
+                                                                           "\n".join(out.splitlines()[-25:])))
+        check(seen.get("health_status") == 200, "health %s" % seen.get("health_status"))
+        check(all(u >= 0.95 * s.args.role_fraction * t for u, t in zip(seen["running_used_mib"], seen["running_total_mib"])),
+              "GPU memory while running %s MiB, expected >= %.2f x total" % (seen["running_used_mib"], s.args.role_fraction))
+        check(all(lv["completed"] > 0 and lv["failed"] == 0 and lv["output_tok_s"] > 0 for lv in seen["bench_levels"]),
+              "benchmark levels %s" % facts["bench"])
+        check(all(seen["release"]["free"]) and max(seen["after_used_mib"]) == 0, "GPUs not free after the stop")
+        check(not seen["after_holders"] and not seen["after_nvml_processes"], "holders left: %s %s"
+              % (seen["after_holders"], seen["after_nvml_processes"]))
+        return facts
+    finally:
+        for pid in _token_pids(s.token):
+            s.pids.add(pid)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _num(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def _token_pids(token):
+    """PIDs whose command line carries the token (the role's server main process)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid() and token in gpuview.cmdline(int(name)):
+            out.append(int(name))
+    return out
+
+
 CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
          ("tree_direct", case_tree_direct), ("driver_release", case_driver_release),
          ("orphans", case_orphans), ("sigterm_ignored", case_sigterm_ignored), ("zombie", case_zombie),
          ("pid_namespace", case_pid_namespace), ("protected_name", case_protected),
          ("nvml_monitor", case_nvml_monitor),
-         ("check_mode", case_check_mode), ("clean_noop", case_clean_noop)]
+         ("check_mode", case_check_mode), ("clean_noop", case_clean_noop), ("role", case_role)]
 
 
 def versions():
@@ -490,6 +600,8 @@ def main():
     ap.add_argument("--tree-gib", type=float, default=24.0, help="GiB the timing tree holds in all")
     ap.add_argument("--noop-runs", type=int, default=5)
     ap.add_argument("--ansible", help="path of the ansible command")
+    ap.add_argument("--role-fraction", type=float, default=0.2,
+                    help="the role case's --mem-fraction-static (of each GPU's total)")
     args = ap.parse_args()
     s = Suite(args)
     print("gpus %d (%s), driver %s, idle v2 used MiB %s, token %s, %s, kernel %s" % (
@@ -498,10 +610,14 @@ def main():
     for name, fn in CASES:
         if wanted is None or name in wanted:
             s.run_case(name, lambda fn=fn: fn(s))
-    for key in ("server_tree_run", "noop_run"):
+    for key in ("server_tree_run", "noop_run", "role_run"):
         if key in s.facts:
-            print("---- %s: gpu_release result ----" % key)
-            print(json.dumps(short(s.facts[key]), indent=1))
+            if key == "role_run":
+                print("---- role_run: what the play saw ----")
+                print(json.dumps({k: v for k, v in s.facts[key].items() if k != "_stdout"}, indent=1))
+            else:
+                print("---- %s: gpu_release result ----" % key)
+                print(json.dumps(short(s.facts[key]), indent=1))
             if "_stdout" in s.facts[key]:
                 print("---- %s: ansible output ----\n%s" % (key, s.facts[key]["_stdout"]))
     failed = [r["case"] for r in s.results if r["status"] != "PASS"]
