@@ -26,16 +26,17 @@ def port_holder(host, port):
             return "cannot bind %s:%d (%s)" % (host, port, exc.strerror)
     finally:
         sock.close()
-    return _who_listens(port) or "a process not visible from here (another user or PID namespace)"
+    return _who_listens(host, port) or "a process not visible from here (another user or PID namespace)"
 
 
-def _who_listens(port):
+def _who_listens(host, port):
     try:
         conns = psutil.net_connections(kind="tcp")
     except (psutil.AccessDenied, OSError):
         return None
     for conn in conns:
-        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+        if (conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid
+                and conn.laddr.ip in (host, "0.0.0.0", "::")):
             try:
                 proc = psutil.Process(conn.pid)
                 return "pid %d (%s, user %s)" % (conn.pid, " ".join(proc.cmdline()).strip()[:160], proc.username())
