@@ -10,7 +10,6 @@ import datetime
 import json
 import os
 import ssl
-import tempfile
 import time
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench_accept import (
@@ -21,6 +20,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http impor
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench_load import run_level
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench_stats import level_metrics, summary
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
 
 DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128]
 PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -130,15 +130,5 @@ def write_output(path, result):
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory)
-    fd, tmp = tempfile.mkstemp(prefix=".llm_benchmark.", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(result, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
     return path

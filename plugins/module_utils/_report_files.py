@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
 from ansible_collections.gpufleet.serving.plugins.module_utils._report_markdown import render
 from ansible_collections.gpufleet.serving.plugins.module_utils._report_merge import merge
 from ansible_collections.gpufleet.serving.plugins.module_utils._report_plot import render_png
@@ -31,19 +31,6 @@ def _differs(path, data):
             return fh.read() != data
     except (IOError, OSError):
         return True
-
-
-def _write(path, data):
-    fd, tmp = tempfile.mkstemp(prefix=".benchmark_report.", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def build_report(results, dest_dir, title, baseline_label, candidate_label, basename="benchmark",
@@ -73,7 +60,7 @@ def build_report(results, dest_dir, title, baseline_label, candidate_label, base
         if not os.path.isdir(dest_dir):
             os.makedirs(dest_dir)
         for key in changed:
-            _write(paths[key], contents[key])
+            write_atomic(paths[key], contents[key])
     notes = list(report["notes"]) + ([plot_note] if plot_note else [])
     return {
         "changed": bool(changed),

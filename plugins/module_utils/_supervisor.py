@@ -19,6 +19,7 @@ import subprocess
 import time
 
 from ._errors import GpuFleetError
+from ._files import write_atomic
 from ._ports import port_holder
 from ._proctable import ProcInfo, psutil
 from ._signals import Target, wait_gone
@@ -33,11 +34,7 @@ def read_state(path):
 
 
 def _write_state(path, state):
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(state, handle)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(state), mode=0o600)
 
 
 def running_target(state):
