@@ -127,7 +127,7 @@ class Suite:
         env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                    ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
         t0 = time.monotonic()
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
         wall = time.monotonic() - t0
         try:
             with open(os.path.join(tree, "localhost")) as handle:
@@ -144,7 +144,7 @@ class Suite:
         args = dict(args, protect=list(args.get("protect", [])) + self.protect)
         cmd = [PY, os.path.join(HERE, "direct_release.py"), json.dumps(args)] + (["--check"] if check_mode else [])
         t0 = time.monotonic()
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO, check=False)
         wall = time.monotonic() - t0
         check(out.returncode == 0, "direct_release failed: %s" % out.stderr[-2000:])
         res = json.loads(out.stdout.splitlines()[-1])
@@ -217,7 +217,7 @@ def case_device_files(s):
     files = gpuview.device_files(big["pid"], s.devices)
     facts["holder_files"] = files
     check(any(f.endswith("nvidia%d" % s.nv.minors[0]) for f in files["fds"]), "holder has no /dev/nvidiaN open")
-    listed = [p for p, _ in s.nv.procs(0)["ComputeRunningProcesses"]]
+    listed = [p for p, unused in s.nv.procs(0)["ComputeRunningProcesses"]]
     check(big["pid"] in listed and ctx["pid"] in listed, "NVML compute list %s lacks holders" % listed)
     if s.n > 1:  # a process pinned to GPU 0: does it open the other GPUs' files?
         others = ["nvidia%d" % m for m in s.nv.minors[1:]]
@@ -260,7 +260,7 @@ def case_server_tree(s):
 
 def case_tree_direct(s):
     """The same tree released by the module_utils Releaser directly (no Ansible start-up)."""
-    _, _, kids = tree_shape(s, s.args.tree_gib)
+    unused, unused, kids = tree_shape(s, s.args.tree_gib)
     s.start(SERVER % len(kids), kids=kids)
     held = s.used_gib()
     res = s.direct({"patterns": [s.pat], "term_timeout": 5})
@@ -283,7 +283,7 @@ def case_driver_release(s):
     check(freed is not None, "memory never came back after SIGKILL")
     facts["single_%sgib_reaped_s" % s.args.tree_gib] = round(reaped, 4)
     facts["single_%sgib_idle_s" % s.args.tree_gib] = round(reaped + freed, 4)
-    _, _, kids = tree_shape(s, s.args.tree_gib)
+    unused, unused, kids = tree_shape(s, s.args.tree_gib)
     tree = s.start(SERVER % len(kids), kids=kids)
     facts["tree_held_gib"] = s.used_gib()
     t0 = time.monotonic()
@@ -345,7 +345,7 @@ def case_zombie(s):
     facts["v2_used_mib"] = s.nv.used_all_mib()
     check(freed is not None, "a zombie keeps GPU memory")
     check(not facts["zombie_files"]["fds"] and not facts["zombie_files"]["maps"], "zombie still shows device files")
-    facts["nvml_lists_zombie"] = child in [p for p, _ in s.nv.procs(0)["ComputeRunningProcesses"]]
+    facts["nvml_lists_zombie"] = child in [p for p, unused in s.nv.procs(0)["ComputeRunningProcesses"]]
     res = s.release({})  # sweep only
     check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
     check(res["changed"] is False, "the zombie (or its parent) was signalled: %s" % res["killed"])
@@ -367,12 +367,12 @@ def case_pid_namespace(s):
     host_pid = hosts[0]
     s.pids.add(host_pid)
     facts = {"holder_pid_inside": inner["pid"], "holder_pid_host": host_pid, "nspid": gpuview.nspid(host_pid)}
-    outside = [p for p, _ in s.nv.procs(0)["ComputeRunningProcesses"]]
+    outside = [p for p, unused in s.nv.procs(0)["ComputeRunningProcesses"]]
     facts["nvml_pids_outside"] = outside
     probe = subprocess.run(["nsenter", "-t", str(host_pid), "-p", "-m", "--", PY, os.path.join(HERE, "gpuview.py")],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=60, check=False)
     check(probe.returncode == 0, "probe in namespace failed: %s" % probe.stderr[-1500:])
-    facts["nvml_pids_inside"] = [p for p, _ in json.loads(probe.stdout)["procs"]["0"]["ComputeRunningProcesses"]]
+    facts["nvml_pids_inside"] = [p for p, unused in json.loads(probe.stdout)["procs"]["0"]["ComputeRunningProcesses"]]
     res = s.release({"term_timeout": 2})
     check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
     got = killed_by_pid(res)
@@ -414,13 +414,13 @@ def case_nvml_monitor(s):
     worker = s.start("sglang::scheduler_TP0", gpu=0, gib=2)
     time.sleep(0.5)
     facts = {"monitor_files": gpuview.device_files(mon["pid"], s.devices),
-             "nvml_lists_monitor": mon["pid"] in [p for p, _ in s.nv.procs(0)["ComputeRunningProcesses"]]}
+             "nvml_lists_monitor": mon["pid"] in [p for p, unused in s.nv.procs(0)["ComputeRunningProcesses"]]}
     if smi is not None:
         facts["nvidia_smi_files"] = gpuview.device_files(smi.pid, s.devices)
     res = s.release({"patterns": [s.pat]})
     got = {p: k["reason"] for p, k in killed_by_pid(res).items()}
     facts.update(rc=res["_rc"], killed=got, protected=[(h["pid"], h.get("protected"), h["cmdline"][:40])
-                                                      for h in res.get("protected_holders", [])])
+                                                       for h in res.get("protected_holders", [])])
     check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
     check(not gpuview.alive(worker["pid"]), "the worker survived")
     check(gpuview.alive(mon["pid"]), "the NVML monitor (no CUDA context, no memory) was killed: reason %s"
@@ -448,12 +448,12 @@ def case_check_mode(s):
 def case_clean_noop(s):
     """A clean GPU: changed false; the no-op cost (median of several runs)."""
     walls, elapsed, direct = [], [], []
-    for _ in range(s.args.noop_runs):
+    for unused in range(s.args.noop_runs):
         res = s.release({"patterns": [s.pat]})
         check(res["_rc"] == 0 and res["changed"] is False, "clean run: rc %s changed %s" % (res["_rc"], res.get("changed")))
         walls.append(res["_wall"])
         elapsed.append(res["elapsed"])
-    for _ in range(s.args.noop_runs):
+    for unused in range(s.args.noop_runs):
         res = s.direct({"patterns": [s.pat]})
         check(not res["failed"] and res["changed"] is False, "direct clean run changed")
         direct.append(res["_wall"])
@@ -513,10 +513,10 @@ def case_role(s):
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
-            out, _ = proc.communicate(timeout=480)
+            out, unused = proc.communicate(timeout=480)
         except subprocess.TimeoutExpired:
             proc.kill()
-            out, _ = proc.communicate()
+            out, unused = proc.communicate()
             out += "\n(ansible-playbook killed after 480 s)"
         wall = time.monotonic() - t0
         s.facts["role_run"] = {"_stdout": out}
@@ -541,7 +541,7 @@ def case_role(s):
                  "release": seen.get("release"), "after_used_mib": seen.get("after_used_mib"),
                  "after_holders": seen.get("after_holders"), "after_nvml_processes": seen.get("after_nvml_processes")}
         check(proc.returncode == 0, "the role play failed (rc %d): %s\n%s" % (proc.returncode, seen.get("failure"),
-                                                                           "\n".join(out.splitlines()[-25:])))
+                                                                              "\n".join(out.splitlines()[-25:])))
         check(seen.get("health_status") == 200, "health %s" % seen.get("health_status"))
         check(all(u >= 0.95 * s.args.role_fraction * t for u, t in zip(seen["running_used_mib"], seen["running_total_mib"])),
               "GPU memory while running %s MiB, expected >= %.2f x total" % (seen["running_used_mib"], s.args.role_fraction))
@@ -594,7 +594,7 @@ def versions():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--json", help="write every case's result and facts here")
     ap.add_argument("--only", help="comma-separated case names")
     ap.add_argument("--tree-gib", type=float, default=24.0, help="GiB the timing tree holds in all")

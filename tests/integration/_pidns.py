@@ -52,7 +52,8 @@ class PidNamespace:
         return ["nsenter", "-t", str(self.init_pid), "-p", "-m", "--"] + list(argv)
 
     def run(self, argv, **kwargs):
-        return subprocess.run(self.cmd(argv), **kwargs, check=False)
+        check = kwargs.pop("check", False)
+        return subprocess.run(self.cmd(argv), check=check, **kwargs)
 
     def popen(self, argv, **kwargs):
         return subprocess.Popen(self.cmd(argv), **kwargs)
