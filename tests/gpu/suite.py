@@ -260,7 +260,7 @@ def case_server_tree(s):
 
 def case_tree_direct(s):
     """The same tree released by the module_utils Releaser directly (no Ansible start-up)."""
-    unused, unused, kids = tree_shape(s, s.args.tree_gib)
+    unused_parent, unused_workers, kids = tree_shape(s, s.args.tree_gib)
     s.start(SERVER % len(kids), kids=kids)
     held = s.used_gib()
     res = s.direct({"patterns": [s.pat], "term_timeout": 5})
@@ -283,7 +283,7 @@ def case_driver_release(s):
     check(freed is not None, "memory never came back after SIGKILL")
     facts["single_%sgib_reaped_s" % s.args.tree_gib] = round(reaped, 4)
     facts["single_%sgib_idle_s" % s.args.tree_gib] = round(reaped + freed, 4)
-    unused, unused, kids = tree_shape(s, s.args.tree_gib)
+    unused_parent, unused_workers, kids = tree_shape(s, s.args.tree_gib)
     tree = s.start(SERVER % len(kids), kids=kids)
     facts["tree_held_gib"] = s.used_gib()
     t0 = time.monotonic()

@@ -20,9 +20,9 @@ TOTAL = 97887 * MIB
 
 
 def simctl(*args, **kw):
-    kw.setdefault("check", False)
+    check = kw.pop("check", False)
     return subprocess.run([PY, SIMCTL, "gpu"] + list(args), capture_output=True,
-                          text=True, timeout=60, **kw)
+                          text=True, timeout=60, check=check, **kw)
 
 
 def v2_used_mib(root, gpu):
