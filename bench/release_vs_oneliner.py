@@ -49,7 +49,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 INTEG = os.path.join(REPO, "tests", "integration")
-sys.path.insert(0, INTEG)
+sys.path[:0] = [INTEG, os.path.join(REPO, "tests")]  # tests/: _polling, used by _harness
 
 import _pidns  # noqa: E402
 from _harness import PYTHON, SIMCTL, ansible_env, fakegpu, run_module  # noqa: E402

@@ -9,5 +9,6 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(REPO, "build", "collections")
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
+for _path in (COLLECTIONS, os.path.join(REPO, "tests")):  # tests/: shared helpers (_polling)
+    if _path not in sys.path:
+        sys.path.insert(0, _path)

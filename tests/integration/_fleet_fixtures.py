@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -24,6 +23,7 @@ ANSIBLE = REPO / ".venv" / "bin" / "ansible"
 
 sys.path.insert(0, str(REPO / "tests" / "sim"))
 from simlib import fleet_proc  # noqa: E402  (start-time checked kills, as `fleet down` does)
+from _polling import holds_within  # noqa: E402
 
 needs_fleet = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("tini") and os.path.exists("/usr/sbin/sshd")
@@ -136,12 +136,7 @@ class Fleet:
 
 
 def wait_for(condition, timeout, interval=0.02):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-    return True
+    return holds_within(condition, timeout, interval)
 
 
 def start_fleet(request, tmp_path, hosts, ssh_port, *extra):

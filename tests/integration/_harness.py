@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
@@ -16,6 +15,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
 
 # fakegpu is re-exported to the tests (tests/sim is put on the path above).
 from simlib import fakegpu  # noqa: E402,F401  pylint: disable=unused-import
+from _polling import poll  # noqa: E402  (tests/ is on sys.path via tests/conftest.py)
 
 
 def ansible_env(extra=None):
@@ -57,14 +57,7 @@ def run_module(module, args, env=None, check=False, timeout=180, ns=None):
 
 
 def wait_for(predicate, timeout=20.0, interval=0.02, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
-        time.sleep(interval)
+    return poll(predicate, timeout, interval, what)
 
 
 def alive(pid):

@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import time
+from _polling import poll  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = REPO / ".venv" / "bin" / "python"
@@ -24,14 +25,7 @@ _RESULT = re.compile(r"^localhost \| (SUCCESS|FAILED!|CHANGED) => ", re.MULTILIN
 
 def poll_until(condition, deadline_s, what, interval=0.01):
     """Poll `condition` until it returns something true; fail with `what` at the deadline."""
-    end = time.monotonic() + deadline_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError("timed out after %.1f s waiting for %s" % (deadline_s, what))
-        time.sleep(interval)
+    return poll(condition, deadline_s, interval, what)
 
 
 def free_port():

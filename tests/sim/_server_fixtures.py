@@ -13,6 +13,7 @@ import threading
 import time
 
 import psutil
+from _polling import poll  # noqa: E402
 
 SIM = os.path.dirname(os.path.abspath(__file__))
 SGLANG_PYTHON = os.path.join(SIM, "bin", "sglang-python")
@@ -33,14 +34,7 @@ def free_port():
 
 def wait_for(cond, timeout, what, step=0.02):
     """Poll cond() until it returns a true value; fail with WHAT after TIMEOUT seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
-        time.sleep(step)
+    return poll(cond, timeout, step, what)
 
 
 class Server:

@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -29,6 +28,7 @@ ENV_PROBE = ("SGLANG_SIM_PROBE", "probe value 1")
 
 sys.path.insert(0, str(SIM))
 from simlib import fleet_cli  # noqa: E402
+from _polling import holds_within  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("tini") and os.path.exists("/usr/sbin/sshd")),
@@ -58,12 +58,7 @@ def ssh(fleet_dir, address, command, port=PORT, check=True):
 
 
 def wait_for(condition, timeout=10.0, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-    return True
+    return holds_within(condition, timeout, interval)
 
 
 def start_fleet(request, fleet_dir, hosts, port, *extra):

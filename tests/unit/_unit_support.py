@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-import time
+from _polling import poll  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(REPO, "build", "collections")
@@ -20,14 +20,7 @@ for _path in (COLLECTIONS, SIM):
 
 def poll_until(predicate, timeout=10.0, interval=0.01, what="condition"):
     """Return predicate()'s first truthy value; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
-        time.sleep(interval)
+    return poll(predicate, timeout, interval, what)
 
 
 def proc_state(pid):
