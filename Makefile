@@ -1,17 +1,36 @@
 # make setup: everything into the checkout (idempotent). make test: every gate.
-PY ?= python3
+# Two venvs: .venv runs the oldest supported ansible-core (requirements.txt, Python
+# PY_VERSION), .venv-newest the newest (requirements-newest.txt, PY_NEWEST_VERSION).
+# PY / PY_NEWEST name the interpreters; by default scripts/find_python.sh finds them.
+PY ?=
+PY_NEWEST ?=
+PY_VERSION := 3.11
+PY_NEWEST_VERSION := 3.12
 VENV := .venv
 VPY := $(VENV)/bin/python
+VENV_NEWEST := .venv-newest
+VPY_NEWEST := $(VENV_NEWEST)/bin/python
 COLL_LINK := build/collections/ansible_collections/gpufleet/serving
 
-.PHONY: setup test demo bench clean
+.PHONY: setup system-packages test demo bench clean
 
-setup: $(VENV)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK)
+setup: system-packages $(VENV)/.installed $(VENV_NEWEST)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK)
 
-$(VENV)/.installed: requirements.txt
-	test -x $(VPY) || $(PY) -m venv $(VENV)
+# Debian packages for the simulated fleet: installed when missing and run as root,
+# else the exact command to run is printed (scripts/system_packages.sh).
+system-packages:
+	bash scripts/system_packages.sh
+
+$(VENV)/.installed: requirements.txt requirements-common.txt | system-packages
+	test -x $(VPY) || { py='$(PY)'; [ -n "$$py" ] || py=$$(bash scripts/find_python.sh $(PY_VERSION)) || exit 1; "$$py" -m venv $(VENV); }
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -r requirements.txt
+	touch $@
+
+$(VENV_NEWEST)/.installed: requirements-newest.txt requirements-common.txt | system-packages
+	test -x $(VPY_NEWEST) || { py='$(PY_NEWEST)'; [ -n "$$py" ] || py=$$(bash scripts/find_python.sh $(PY_NEWEST_VERSION)) || exit 1; "$$py" -m venv $(VENV_NEWEST); }
+	$(VPY_NEWEST) -m pip install -q --upgrade pip
+	$(VPY_NEWEST) -m pip install -q -r requirements-newest.txt
 	touch $@
 
 build/fakenvml/libnvidia-ml.so.1: tests/sim/fakenvml/fakenvml.c $(VENV)/.installed
