@@ -25,8 +25,23 @@ stage sanity bash tests/tools/sanity.sh
 if compgen -G "molecule/*/molecule.yml" >/dev/null; then
   stage molecule molecule test --all
 fi
+
+# The same gates on the NEWEST supported ansible-core (.venv-newest, requirements-newest.txt):
+# sanity, one molecule scenario (EAGLE-3: both roles, their argument specs, idempotence)
+# and the fleet playbooks. Only the controller's ansible tools change: python stays .venv's,
+# so the simulator and the simulated hosts are the same as above.
+newest_bin="$PWD/build/ansible-newest/bin"  # the newest venv's ansible* tools, no python
+rm -rf "$newest_bin" && mkdir -p "$newest_bin"
+ln -s "$PWD"/.venv-newest/bin/ansible* "$newest_bin/"
+stage sanity-newest env GPUFLEET_ANSIBLE_BIN="$PWD/.venv-newest/bin" bash tests/tools/sanity.sh
+if [[ -d molecule/eagle ]]; then
+  stage molecule-newest env PATH="$newest_bin:$PATH" .venv-newest/bin/molecule test -s eagle
+fi
+stage playbooks-newest env GPUFLEET_ANSIBLE_BIN="$newest_bin" \
+  python -m pytest -p no:cacheprovider tests/integration/test_playbooks.py tests/tools/test_ansible_versions.py
+
 # pytest last, so that its summary is the run's closing line.
-stage pytest python -m pytest -p no:cacheprovider tests/unit tests/integration tests/sim
+stage pytest python -m pytest -p no:cacheprovider tests/unit tests/integration tests/sim tests/tools
 
 if ((${#failed[@]})); then
   echo "FAILED stages: ${failed[*]}"

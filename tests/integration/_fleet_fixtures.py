@@ -18,12 +18,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PY = REPO / ".venv" / "bin" / "python"
 SIMCTL = REPO / "tests" / "sim" / "simctl"
-ANSIBLE_PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
-ANSIBLE = REPO / ".venv" / "bin" / "ansible"
 
 sys.path.insert(0, str(REPO / "tests" / "sim"))
+from _ansible_bin import tool  # noqa: E402  (GPUFLEET_ANSIBLE_BIN: which ansible-core)
 from simlib import fleet_proc  # noqa: E402  (start-time checked kills, as `fleet down` does)
 from _polling import holds_within  # noqa: E402
+
+ANSIBLE_PLAYBOOK = tool("ansible-playbook")
+ANSIBLE = tool("ansible")
 
 needs_fleet = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("tini") and os.path.exists("/usr/sbin/sshd")
