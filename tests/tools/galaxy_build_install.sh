@@ -13,7 +13,7 @@ tarball=$(ls "$tmp"/dist/gpufleet-serving-*.tar.gz)
 installed="$tmp/coll/ansible_collections/gpufleet/serving"
 test -f "$installed/plugins/modules/gpu_release.py"
 test -f "$installed/MANIFEST.json"
-if tar -tzf "$tarball" | grep -E '(^|/)(\.venv|build|tests/output)/' >/dev/null; then
+if tar -tzf "$tarball" | grep -E '(^|/)(\.venv[^/]*|\.ansible|build|tests/output)/' >/dev/null; then
   echo "the tarball holds build or venv files" >&2; exit 1
 fi
 printf "[defaults]\ncollections_path = %s\n" "$tmp/coll" > "$tmp/ansible.cfg"
