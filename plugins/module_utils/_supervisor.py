@@ -81,7 +81,8 @@ def start(argv, env, log_path, state_path, fingerprint, listen=None, cwd=None):
     except OSError as exc:
         raise GpuFleetError("cannot open the log file %s: %s" % (log_path, exc.strerror))
     try:
-        proc = subprocess.Popen(argv, env=full_env, cwd=cwd or "/", stdin=subprocess.DEVNULL,
+        # A detached server (own session, output to the log fd) outlives the module: run_command only waits.
+        proc = subprocess.Popen(argv, env=full_env, cwd=cwd or "/", stdin=subprocess.DEVNULL,  # pylint: disable=ansible-bad-function
                                 stdout=log_fd, stderr=log_fd, close_fds=True, start_new_session=True)
     except OSError as exc:
         raise GpuFleetError("cannot start %s: %s" % (argv[0], exc.strerror or exc))
