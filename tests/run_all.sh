@@ -37,7 +37,7 @@ stage sanity-newest env GPUFLEET_ANSIBLE_BIN="$PWD/.venv-newest/bin" bash tests/
 if [[ -d molecule/eagle ]]; then
   stage molecule-newest env PATH="$newest_bin:$PATH" .venv-newest/bin/molecule test -s eagle
 fi
-stage playbooks-newest env GPUFLEET_ANSIBLE_BIN="$newest_bin" \
+stage playbooks-newest env GPUFLEET_ANSIBLE_BIN="$PWD/.venv-newest/bin" \
   python -m pytest -p no:cacheprovider tests/integration/test_playbooks.py tests/tools/test_ansible_versions.py
 
 # pytest last, so that its summary is the run's closing line.
