@@ -86,7 +86,9 @@ def server():
 def params(url, **kw):
     p = dict(base_url=url, model=None, levels=[1], requests_per_level=None, warmup_requests=None,
              input_len=16, output_len=32, api="completions", temperature=0.0, seed=0, request_timeout=30.0,
-             max_error_samples=5, api_key=None, validate_certs=True, output=None, flavor="auto")
+             max_error_samples=5, api_key=None, validate_certs=True, output=None, flavor="auto",
+             request_rates=None, burstiness=1.0, max_concurrency=None, range_ratio=1.0, ignore_eos=True,
+             slo_ttft_ms=None, slo_tpot_ms=None, slo_e2e_ms=None, connection="keep_alive", progress_file=None)
     p.update(kw)
     return p
 
@@ -98,7 +100,7 @@ def test_throughput_matches_the_known_rate_at_1_and_32(server):
     for lv in res["levels"]:
         ideal = expected_tok_s(lv["concurrency"], n, rate, ttft, 1)
         assert lv["completed"] == lv["requests"] and lv["failed"] == 0
-        assert lv["output_tokens"] == lv["requests"] * n  # server usage counts, all of them
+        assert lv["counted_output_tokens"] == lv["requests"] * n  # server usage counts, all of them
         assert 0.96 * ideal <= lv["output_tok_s"] <= 1.01 * ideal, (lv["concurrency"], lv["output_tok_s"], ideal)
         assert lv["ttft_ms"]["p50"] == pytest.approx(ttft * 1000, rel=0.25)
         assert lv["itl_ms"]["p50"] == pytest.approx(1000 / rate, rel=0.1)
@@ -148,7 +150,7 @@ def test_failed_requests_are_counted_with_samples(server):
 def test_ignore_eos_keeps_outputs_full_length(server):
     s = server("--eos-at", "5", "--rate", "400")  # stops at 5 tokens unless ignore_eos is sent
     lv = run_benchmark(params(s.url, levels=[2], output_len=20, api="chat"))["levels"][0]
-    assert lv["short_outputs"] == 0 and lv["output_tokens"] == lv["requests"] * 20
+    assert lv["short_outputs"] == 0 and lv["counted_output_tokens"] == lv["requests"] * 20
 
 
 def test_unknown_server_has_no_acceptance(server):
