@@ -404,3 +404,21 @@ def test_arrival_offsets_are_gamma_with_the_mean_gap():
         assert mean == pytest.approx(0.05, rel=0.05)
         assert var / mean ** 2 == pytest.approx(1.0 / burst, rel=0.15)  # Gamma CV^2 = 1/shape
     assert arrival_offsets(5, 10.0, 1.0, 9) == arrival_offsets(5, 10.0, 1.0, 9)
+
+
+EAGLE3 = ("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(SIM_DRAFT),
+          "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
+
+
+def test_simulated_eagle3_counts_match_the_server_counter(sim_server):
+    """Variable tokens a chunk (accepted drafts) on the simulated EAGLE-3 server: per-chunk
+    usage arrives (ITL per token, not an estimate) and the client's token count over each
+    level equals the server's sglang:generation_tokens_total delta within 1%, at 1-128."""
+    spec = sim_server(*EAGLE3)
+    res = run_benchmark(params(spec, levels=[1, 16, 64, 128], requests_per_level=None, output_len=24))
+    for lv in res["levels"]:
+        assert lv["failed"] == 0, lv["errors"]
+        assert lv["itl_estimated"] is False and lv["itl_token_source"]["average"] == 0
+        assert lv["server_ratio"] == pytest.approx(1.0, abs=0.01), (lv["concurrency"], lv["server_ratio"])
+        assert lv["server_tok_s"] == pytest.approx(lv["level_output_tokens"] / lv["level_span_s"], rel=0.01)
+        assert lv["output_tokens"] >= lv["counted_output_tokens"]  # the warm-up's tail is in the window
