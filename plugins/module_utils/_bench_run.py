@@ -45,7 +45,7 @@ def _check(params):
     rates = params.get("request_rates") or []
     if any(r is None or r <= 0 for r in rates):
         raise InvalidInput("request_rates must all be > 0, got %s" % rates)
-    if (params.get("burstiness") or 1.0) <= 0:
+    if params.get("burstiness") is not None and params["burstiness"] <= 0:
         raise InvalidInput("burstiness must be > 0")
     if params.get("max_concurrency") is not None and params["max_concurrency"] < 1:
         raise InvalidInput("max_concurrency must be >= 1")
