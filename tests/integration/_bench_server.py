@@ -50,6 +50,7 @@ class State(object):
         self.steps = COUNTER_START           # sglang verify calls / vllm drafts
         self.accepted = COUNTER_START * 0.5  # vllm accepted draft tokens (lifetime rate 1.5)
         self.writes = []                     # (perf_counter, tokens) of every content chunk written
+        self.max_posts_per_connection = 0
         self.reset()
 
     def tokens_between(self, t0, t1):
@@ -189,6 +190,7 @@ async def stream(writer, st, req, chat):
 
 async def handle(reader, writer, st):
     a = st.args
+    posts_here = 0
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -220,11 +222,14 @@ async def handle(reader, writer, st):
                 w = dict(st.window)
                 span = (w["last_write"] - w["first_recv"]) if w["requests"] else None
                 w["tok_s"] = w["tokens"] / span if span else None
-                _json_response(writer, 200, {"posts": st.posts, "requests": st.requests, "window": w})
+                _json_response(writer, 200, {"posts": st.posts, "requests": st.requests, "window": w,
+                                             "max_posts_per_connection": st.max_posts_per_connection})
                 if path.endswith("reset=1"):
                     st.reset()
             elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
                 st.posts += 1
+                posts_here += 1
+                st.max_posts_per_connection = max(st.max_posts_per_connection, posts_here)
                 if a.fail_every and st.posts % a.fail_every == 0:
                     _json_response(writer, 500, {"error": {"message": "injected failure %d" % st.posts}},
                                    "Internal Server Error")

@@ -365,6 +365,9 @@ def test_per_request_connections_and_progress_file(server, tmp_path):
     assert "level 1/2 concurrency 1: 9 requests sent" in lines[1]
     assert "level 2/2 concurrency 4: done in" in lines[4] and "8/8 ok" in lines[4]
     assert res["config"]["connection"] == "per_request"
+    assert s.stats()["max_posts_per_connection"] == 1  # a new connection for every request
+    run_benchmark(params(s.url, levels=[2], output_len=4))
+    assert s.stats()["max_posts_per_connection"] > 1  # keep_alive reuses them
 
 
 def test_request_rate_with_cap_burstiness_range_ratio_and_goodput(server):
