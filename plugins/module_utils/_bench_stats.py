@@ -189,7 +189,7 @@ def summary(levels):
         tps = lv.get("output_tok_s")
         if tps is None:
             continue
-        if lv["concurrency"] == 1:
+        if lv["concurrency"] == 1 and not lv.get("request_rate"):
             single = tps
         if peak is None or tps > peak["output_tok_s"]:
             peak = lv
