@@ -79,6 +79,7 @@ options:
       - When not set, max(2 x level, 8) rounded up to a multiple of the level, so every
         level ends with full waves and its wall time is not stretched by a half-empty tail.
       - A value set here is used as given.
+      - With O(request_rates), the level in that formula is O(max_concurrency) (1 without it).
     type: int
   warmup_requests:
     description:
