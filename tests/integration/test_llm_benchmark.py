@@ -425,3 +425,15 @@ def test_simulated_eagle3_counts_match_the_server_counter(sim_server):
         assert lv["server_ratio"] == pytest.approx(1.0, abs=0.01), (lv["concurrency"], lv["server_ratio"])
         assert lv["server_tok_s"] == pytest.approx(lv["level_output_tokens"] / lv["level_span_s"], rel=0.01)
         assert lv["output_tokens"] >= lv["counted_output_tokens"]  # the warm-up's tail is in the window
+
+
+def test_new_options_through_ansible(server, tmp_path):
+    s = server("--rate", "400", "--ttft", "0.01", "--tokens-per-chunk", "2")
+    prog = tmp_path / "progress.log"
+    res = ansible_module({"base_url": s.url, "request_rates": [20, 40], "max_concurrency": 4, "burstiness": 2,
+                          "requests_per_level": 8, "output_len": 8, "range_ratio": 0.5, "seed": 5,
+                          "slo_ttft_ms": 5000, "connection": "per_request", "progress_file": str(prog)})
+    assert [lv["request_rate"] for lv in res["levels"]] == [20.0, 40.0]
+    assert all(lv["goodput_requests"] == 8 and lv["failed"] == 0 for lv in res["levels"])
+    assert res["config"]["connection"] == "per_request" and res["config"]["max_concurrency"] == 4
+    assert len(prog.read_text().splitlines()) == 5
