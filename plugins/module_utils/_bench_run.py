@@ -221,11 +221,14 @@ class Progress(object):
         self.path = os.path.abspath(os.path.expanduser(path)) if path else None
         self.total = total
         if self.path:
-            directory = os.path.dirname(self.path)
-            if not os.path.isdir(directory):
-                os.makedirs(directory)
-            with open(self.path, "w") as f:
-                f.write("%s llm_benchmark: %d levels\n" % (_now(), total))
+            try:
+                directory = os.path.dirname(self.path)
+                if not os.path.isdir(directory):
+                    os.makedirs(directory)
+                with open(self.path, "w") as f:
+                    f.write("%s llm_benchmark: %d levels\n" % (_now(), total))
+            except OSError as exc:  # before any load is sent: fail now, with the reason
+                raise InvalidInput("cannot write progress_file %s: %s" % (self.path, exc))
 
     def _line(self, text):
         if self.path:

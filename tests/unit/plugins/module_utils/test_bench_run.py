@@ -50,6 +50,9 @@ def test_progress_lines(tmp_path):
     assert "level 1/2 concurrency 4: done in 1.5s, 8/8 ok, 100.0 tok/s, TTFT p50 20.0 ms" in lines[2]
     assert lines[3].endswith("level 2/2 rate 2.5 req/s: 10 requests sent...")
     br.Progress(None, 2).level_start(0, 1, None, 1)  # no file: nothing happens
+    (tmp_path / "f").write_text("")
+    with pytest.raises(InvalidInput, match="cannot write progress_file"):
+        br.Progress(str(tmp_path / "f" / "p.log"), 1)  # its directory is a file
 
 
 @pytest.mark.parametrize("bad", [
