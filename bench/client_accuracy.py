@@ -16,6 +16,14 @@ Prints ratios; asserts nothing about time.
 
     .venv/bin/python bench/client_accuracy.py
     .venv/bin/python bench/client_accuracy.py --sim   # the simulated SGLang (calibrated 63.6 / 2,370)
+    .venv/bin/python bench/client_accuracy.py --variable [--sim]
+
+--variable: requests of random lengths (EOS-like early stops, 1-4 tokens a chunk) at
+concurrency 1, 16, 64, 128. Reference: the server's own count of the tokens it wrote
+inside llm_benchmark's window (GET /window, same CLOCK_MONOTONIC), over the window.
+Also prints the old figure (counted requests' tokens only) to show the bias it had.
+With --sim as well: the simulated EAGLE-3 server, client tokens over each level
+against the server's sglang:generation_tokens_total delta (server_ratio).
 """
 import argparse
 import json
@@ -110,7 +118,57 @@ SIM_CALIBRATED = {1: 63.6, 128: 2370.0}
 def params(url, level, n):
     return dict(base_url=url, model=None, levels=[level], requests_per_level=None, warmup_requests=0,
                 input_len=16, output_len=n, api="completions", temperature=0.0, seed=0, request_timeout=120.0,
-                max_error_samples=3, api_key=None, validate_certs=True, output=None, flavor="auto")
+                max_error_samples=3, api_key=None, validate_certs=True, output=None, flavor="auto",
+                request_rates=None, burstiness=1.0, max_concurrency=None, range_ratio=1.0, ignore_eos=True,
+                slo_ttft_ms=None, slo_tpot_ms=None, slo_e2e_ms=None, connection="keep_alive",
+                progress_file=None)
+
+
+VARIABLE_LEVELS = (1, 16, 64, 128)
+
+
+def variable():
+    from ansible_collections.gpufleet.serving.plugins.module_utils import _bench_load, _bench_stats
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_client import request_body
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http import Target
+    srv = start_bench_server("--rate", "60", "--ttft", "0.05", "--random-stop", "0.1", "--random-chunk", "4",
+                             "--seed", "11")
+    print("random lengths (stop uniform in [10%, 100%] of 128), 1-4 tokens a chunk at 60 tok/s a stream")
+    print("%5s %12s %12s %12s %12s %12s" % ("conc", "measured", "server", "meas/server", "old figure",
+                                            "old/server"))
+    try:
+        for c in VARIABLE_LEVELS:
+            n, w = 2 * c if c > 1 else 8, c
+            bodies = [request_body("completions", "test-model", 16, 128, 1000 * c + i, 0.0) for i in range(w + n)]
+            records = _bench_load.run_level(Target(srv.url), "/v1/completions", bodies, c, 120.0)
+            lv = _bench_stats.level_metrics(c, records[w:], w, 3, warmup=records[:w])
+            t0, t1 = _bench_stats.window_bounds(records[w:])
+            server = srv.get("/window?t0=%r&t1=%r" % (t0, t1))["tokens"] / (t1 - t0)
+            old = lv["counted_output_tokens"] / lv["duration_s"]
+            print("%5d %12.1f %12.1f %11.4fx %12.1f %11.4fx" % (c, lv["output_tok_s"], server,
+                                                                lv["output_tok_s"] / server, old, old / server))
+    finally:
+        srv.stop()
+
+
+def sim_eagle3():
+    draft = os.path.join(REPO, "tests", "sim", "models", "aq-medai-kimi-k2-eagle3")
+    srv = start_sim("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", draft,
+                    "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                    "--speculative-num-draft-tokens", "4")
+    print("simulated EAGLE-3 (input 128, output 128, ignore_eos), server counter over each level")
+    print("%5s %12s %12s %14s %12s %8s" % ("conc", "window tok/s", "server tok/s", "client/counter",
+                                           "accept len", "ITL est"))
+    try:
+        for c in VARIABLE_LEVELS:
+            p = params(srv.url, c, 128)
+            p.update(input_len=128, warmup_requests=None)
+            lv = run_benchmark(p)["levels"][0]
+            print("%5d %12.1f %12.1f %13.4fx %12s %8s" % (c, lv["output_tok_s"], lv["server_tok_s"],
+                                                          lv["server_ratio"], lv["accept_length"],
+                                                          lv["itl_estimated"]))
+    finally:
+        srv.stop()
 
 
 def known_rate():
@@ -146,7 +204,13 @@ def sim():
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sim", action="store_true")
-    if ap.parse_args().sim:
+    ap.add_argument("--variable", action="store_true", help="random lengths (and EAGLE-3 with --sim)")
+    args = ap.parse_args()
+    if args.variable:
+        variable()
+        if args.sim:
+            sim_eagle3()
+    elif args.sim:
         sim()
     else:
         known_rate()

@@ -157,11 +157,19 @@ class AcceptanceMeter(object):
             return None
         return self._metrics()
 
-    def measure(self, before):
-        """(accept length or None, source or None) for the span since `before`."""
+    def snapshot_after(self, before):
+        """The counters after a level (None when there was no snapshot before it)."""
+        return self._metrics() if before is not None else None
+
+    def measure(self, before, after=False):
+        """(accept length or None, source or None) for the span since `before`.
+
+        after: the snapshot taken after the span; read now when not given.
+        """
         if self.flavor not in ("sglang", "vllm"):
             return None, None
-        after = self._metrics() if before is not None else None
+        if after is False:
+            after = self._metrics() if before is not None else None
         if self.flavor == "vllm":
             return vllm_acceptance(before, after)
         length, source = sglang_acceptance(before, after)

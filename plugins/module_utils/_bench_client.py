@@ -32,7 +32,7 @@ _WORDS = (
 ).split()
 
 
-def request_body(api, model, input_len, output_len, seed, temperature):
+def request_body(api, model, input_len, output_len, seed, temperature, ignore_eos=True):
     """JSON bytes of one streaming request with a prompt unique to `seed`.
 
     completions: a list of `input_len` random token ids (exact length, no
@@ -46,8 +46,9 @@ def request_body(api, model, input_len, output_len, seed, temperature):
         "temperature": temperature,
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        "ignore_eos": True,
     }
+    if ignore_eos:
+        body["ignore_eos"] = True
     if api == "chat":
         words = " ".join(rng.choice(_WORDS) for unused in range(max(input_len - 1, 1)))
         body["messages"] = [{"role": "user", "content": "%d %s" % (seed, words)}]
@@ -148,6 +149,22 @@ class Record(Handler):
     def usage_reported(self):
         return self.completion_tokens is not None
 
+    def arrivals(self):
+        """[(time, tokens)] of every token this request received, whatever its outcome.
+
+        Content chunks carry their usage delta (or the even spread); tokens the
+        final count holds beyond the last content chunk (an empty last chunk, a
+        usage-only chunk) arrive at the end.
+        """
+        if not self.chunk_times:
+            return [(self.end, self.completion_tokens)] if self.completion_tokens and self.end else []
+        ks, unused = self.chunk_tokens()
+        out = list(zip(self.chunk_times, ks))
+        rest = self.tokens - sum(ks)
+        if rest > 1e-9 and self.end is not None:
+            out.append((self.end, rest))
+        return out
+
     def chunk_tokens(self):
         """(tokens per content chunk, 'usage'|'average').
 
@@ -171,11 +188,14 @@ class Record(Handler):
         return ([float(self.tokens) / n] * n if n else []), "average"
 
 
-async def run_request(state, target, request_bytes, timeout):
+async def run_request(state, target, request_bytes, timeout, per_request=False):
     """Send one request on the worker's connection (reopened when needed).
 
     state: a one-item list holding the worker's StreamProtocol (or None), so the
     connection persists across the worker's requests.
+    per_request: open a fresh connection for this request and start the clock
+    before connecting (sglang.bench_serving's cold-connection TTFT); the
+    request bytes then carry `Connection: close`.
     """
     rec = Record()
     loop = asyncio.get_running_loop()
@@ -183,11 +203,12 @@ async def run_request(state, target, request_bytes, timeout):
     rec.start = time.perf_counter()
     proto = state[0]
     try:
-        if proto is None or not proto.reusable:
+        if per_request or proto is None or not proto.reusable:
             if proto is not None:
                 proto.abort()
             proto = state[0] = await open_connection(target, timeout)
-            rec.start = time.perf_counter()  # connection set-up is not the server's latency
+            if not per_request:
+                rec.start = time.perf_counter()  # connection set-up is not the server's latency
         fut = proto.send(request_bytes, rec)
         # One timer per request (not per read) keeps the per-chunk cost nil.
         timer = loop.call_at(deadline, proto.abort)

@@ -40,12 +40,12 @@ class Target(object):
         if api_key:
             self.base_headers += "Authorization: Bearer %s\r\n" % api_key
 
-    def post_bytes(self, path, body):
+    def post_bytes(self, path, body, close=False):
         """The complete request bytes for a streaming POST of a JSON body."""
         head = (
             "POST %s%s HTTP/1.1\r\n%sContent-Type: application/json\r\n"
-            "Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n"
-            % (self.prefix, path, self.base_headers, len(body))
+            "Accept: text/event-stream\r\n%sContent-Length: %d\r\n\r\n"
+            % (self.prefix, path, self.base_headers, "Connection: close\r\n" if close else "", len(body))
         )
         return head.encode("latin-1") + body
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import random
 import ssl
 import time
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench_accept import (
-    AcceptanceMeter, Probe, detect_flavor,
+    AcceptanceMeter, Probe, counter, detect_flavor,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench_client import request_body
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http import Target
@@ -32,10 +33,25 @@ def default_requests(level):
     return -(-n // level) * level
 
 
+# The servers' own output-token counters (SGLang counts a request when it finishes:
+# srt/observability/metrics_collector.py observe_one_finished_request).
+GENERATION_COUNTERS = ("sglang:generation_tokens", "vllm:generation_tokens")
+
+
 def _check(params):
     levels = params.get("levels") or DEFAULT_LEVELS
     if any(lv < 1 for lv in levels):
         raise InvalidInput("levels must all be >= 1, got %s" % levels)
+    rates = params.get("request_rates") or []
+    if any(r is None or r <= 0 for r in rates):
+        raise InvalidInput("request_rates must all be > 0, got %s" % rates)
+    if params.get("burstiness") is not None and params["burstiness"] <= 0:
+        raise InvalidInput("burstiness must be > 0")
+    if params.get("max_concurrency") is not None and params["max_concurrency"] < 1:
+        raise InvalidInput("max_concurrency must be >= 1")
+    ratio = params.get("range_ratio")
+    if ratio is not None and not 0.0 < ratio <= 1.0:
+        raise InvalidInput("range_ratio must be in (0, 1], got %s" % ratio)
     for key in ("input_len", "output_len"):
         if params[key] < 1:
             raise InvalidInput("%s must be >= 1" % key)
@@ -92,20 +108,41 @@ def run_benchmark(params):
     out_levels = []
     seed = params.get("seed") or 0
     serial = seed * 1000003  # every prompt of the run differs (no prefix-cache hits)
-    for level in levels:
-        n = params.get("requests_per_level") or default_requests(level)
-        w = level if params.get("warmup_requests") is None else params["warmup_requests"]
+    lengths = random.Random(seed)  # random input/output lengths with a range ratio, reproducible
+    ratio = params.get("range_ratio") or 1.0
+    rates = params.get("request_rates") or []
+    cap = params.get("max_concurrency")
+    slo = (params.get("slo_ttft_ms"), params.get("slo_tpot_ms"), params.get("slo_e2e_ms"))
+    progress = Progress(params.get("progress_file"), len(rates or levels))
+    plan = [(None, r) for r in rates] if rates else [(lv, None) for lv in levels]
+    for index, (level, rate) in enumerate(plan):
+        size = level or cap or 1  # what default request counts scale with
+        n = params.get("requests_per_level") or default_requests(size)
+        default_w = (cap or 0) if rate else level
+        w = default_w if params.get("warmup_requests") is None else params["warmup_requests"]
         bodies = []
         for unused in range(w + n):
-            bodies.append(request_body(params["api"], model, params["input_len"], params["output_len"],
-                                       serial, params.get("temperature", 0.0)))
+            bodies.append(request_body(params["api"], model, _length(lengths, params["input_len"], ratio),
+                                       _length(lengths, params["output_len"], ratio), serial,
+                                       params.get("temperature", 0.0), params.get("ignore_eos", True)))
             serial += 1
+        progress.level_start(index, level, rate, w + n)
         before = meter.snapshot()
-        records = run_level(target, PATHS[params["api"]], bodies, level, params["request_timeout"])
-        accept, source = meter.measure(before)
-        lv = level_metrics(level, records[w:], w, params.get("max_error_samples", 5), params["output_len"])
+        records = run_level(target, PATHS[params["api"]], bodies, level, params["request_timeout"],
+                            connection=params.get("connection") or "keep_alive", request_rate=rate,
+                            burstiness=params.get("burstiness") or 1.0, max_concurrency=cap,
+                            seed=seed + index)
+        after = meter.snapshot_after(before)
+        accept, source = meter.measure(before, after)
+        expected = params["output_len"] if ratio == 1.0 and params.get("ignore_eos", True) else None
+        concurrency = level if level else (cap or _peak_in_flight(records))
+        lv = level_metrics(concurrency, records[w:], w, params.get("max_error_samples", 5), expected,
+                           warmup=records[:w], slo=slo)
+        lv["request_rate"] = rate
         lv["accept_length"], lv["accept_source"] = accept, source
+        lv.update(server_rate(before, after, lv))
         out_levels.append(lv)
+        progress.level_end(index, lv)
 
     return {
         "levels": out_levels,
@@ -118,10 +155,102 @@ def run_benchmark(params):
             "requests_per_level": params.get("requests_per_level"),
             "warmup_requests": params.get("warmup_requests"),
             "temperature": params.get("temperature", 0.0),
+            "ignore_eos": params.get("ignore_eos", True),
+            "range_ratio": ratio,
+            "request_rates": rates or None,
+            "burstiness": params.get("burstiness") or 1.0,
+            "max_concurrency": cap,
+            "connection": params.get("connection") or "keep_alive",
+            "seed": seed,
+            "slo_ttft_ms": slo[0],
+            "slo_tpot_ms": slo[1],
+            "slo_e2e_ms": slo[2],
         },
         "started": started,
         "elapsed": round(time.monotonic() - t0, 3),
     }
+
+
+def _length(rng, full, ratio):
+    """full, or uniform in [max(int(full * ratio), 1), full] (bench_serving's compute_random_lens)."""
+    if ratio >= 1.0:
+        return full
+    return rng.randint(max(int(full * ratio), 1), full)
+
+
+def _peak_in_flight(records):
+    """Most requests in flight at once (an open-loop level without a cap)."""
+    events = []
+    for r in records:
+        if r is not None and r.start is not None and r.end is not None:
+            events += [(r.start, 1), (r.end, -1)]
+    peak = now = 0
+    for unused, step in sorted(events, key=lambda e: (e[0], e[1])):
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def server_rate(before, after, lv):
+    """The server counter's output rate over the level, and the client's count over it.
+
+    Taken over the whole level (snapshots before its first request and after its last,
+    nothing in flight at either), because SGLang counts a request's tokens when it
+    finishes: a counter read inside the level misses the tokens of requests in flight.
+    server_ratio = tokens the client received in the level / the counter's delta.
+    """
+    out = {"server_tok_s": None, "server_ratio": None}
+    if before is None or after is None:
+        return out
+    a, b = counter(after, GENERATION_COUNTERS), counter(before, GENERATION_COUNTERS)
+    span = lv.get("level_span_s")
+    if a is None or b is None or not span:
+        return out
+    delta = a - b
+    if delta <= 0:
+        return out
+    out["server_tok_s"] = round(delta / span, 3)
+    out["server_ratio"] = round(lv["level_output_tokens"] / delta, 4)
+    return out
+
+
+class Progress(object):
+    """One line per level start and end, appended to a file on the host (tail -f it)."""
+
+    def __init__(self, path, total):
+        self.path = os.path.abspath(os.path.expanduser(path)) if path else None
+        self.total = total
+        if self.path:
+            try:
+                directory = os.path.dirname(self.path)
+                if not os.path.isdir(directory):
+                    os.makedirs(directory)
+                with open(self.path, "w") as f:
+                    f.write("%s llm_benchmark: %d levels\n" % (_now(), total))
+            except OSError as exc:  # before any load is sent: fail now, with the reason
+                raise InvalidInput("cannot write progress_file %s: %s" % (self.path, exc))
+
+    def _line(self, text):
+        if self.path:
+            with open(self.path, "a") as f:
+                f.write("%s %s\n" % (_now(), text))
+
+    @staticmethod
+    def _name(level, rate):
+        return "rate %g req/s" % rate if rate else "concurrency %d" % level
+
+    def level_start(self, index, level, rate, requests):
+        self._line("level %d/%d %s: %d requests sent..." % (index + 1, self.total, self._name(level, rate),
+                                                               requests))
+
+    def level_end(self, index, lv):
+        self._line("level %d/%d %s: done in %ss, %s/%s ok, %s tok/s, TTFT p50 %s ms, TPOT p50 %s ms" % (
+            index + 1, self.total, self._name(lv["concurrency"], lv["request_rate"]), lv["level_span_s"],
+            lv["completed"], lv["requests"], lv["output_tok_s"], lv["ttft_ms"]["p50"], lv["tpot_ms"]["p50"]))
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S")
 
 
 def write_output(path, result):

@@ -4,11 +4,20 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Per-level metrics from request records, the way serving benchmarks define them.
 
-- output tok/s: the server's usage counts of the level's counted requests over
-  the level's wall time (first counted send to last counted end).
+- The window runs from the first counted request sent to the last counted
+  request ended. output tok/s is every token that arrived inside it, whichever
+  request carried it (warm-up included: its tail streams inside the window and
+  the server spent its time on it), over the window; request/s is every request
+  that completed inside it. Counting only the counted requests' tokens biased
+  the figure low wherever request lengths vary (speculative decoding, EOS).
 - TTFT: first non-empty content chunk. TPOT: (latency - TTFT) / (tokens - 1).
 - ITL is per token: a chunk carrying k tokens after a gap g gives k entries of
   g/k, so speculative servers (several tokens per chunk) are not overstated.
+  k is the chunk's usage delta; a request without per-chunk usage only gives
+  estimates (an even spread), used only when no request had per-chunk usage,
+  and then flagged (`itl_estimated`).
+- goodput: counted requests meeting every SLO given, per second of the window
+  (as sglang.bench_serving --goodput).
 """
 
 from __future__ import annotations
@@ -62,27 +71,71 @@ def itl_entries(record):
     return out, source
 
 
-def level_metrics(concurrency, counted, warmup_count, max_error_samples, expected_output_len=None):
-    """The level's result dict from its counted Records (warm-up excluded by the caller)."""
-    ok = [r for r in counted if r.ok]
-    failed = [r for r in counted if not r.ok]
+def window_bounds(counted):
+    """(start, end) of the measurement window: first counted send, last counted end."""
     starts = [r.start for r in counted if r.start is not None]
     ends = [r.end for r in counted if r.end is not None]
-    duration = (max(ends) - min(starts)) if starts and ends else None
-    tokens = sum(r.tokens for r in ok)
-    prompt_tokens = sum(r.prompt_tokens or 0 for r in ok)
+    if not starts or not ends:
+        return None, None
+    return min(starts), max(ends)
 
-    ttft, tpot, latency, itl = [], [], [], []
+
+def tokens_between(records, start, end):
+    """Tokens that arrived in [start, end], over all the records given."""
+    total = 0.0
+    for r in records:
+        for t, k in r.arrivals():
+            if t is not None and start <= t <= end:
+                total += k
+    return total
+
+
+def _tpot(r):
+    return (r.end - r.first) / (r.tokens - 1) if r.tokens > 1 else 0.0
+
+
+def _good(r, slo):
+    ttft_ms, tpot_ms, e2e_ms = slo
+    return ((ttft_ms is None or (r.first - r.start) * 1000.0 <= ttft_ms)
+            and (tpot_ms is None or _tpot(r) * 1000.0 <= tpot_ms)
+            and (e2e_ms is None or (r.end - r.start) * 1000.0 <= e2e_ms))
+
+
+def level_metrics(concurrency, counted, warmup_count, max_error_samples, expected_output_len=None,
+                  warmup=(), slo=(None, None, None)):
+    """The level's result dict from its counted Records and its warm-up Records.
+
+    slo: (ttft_ms, tpot_ms, e2e_ms) a request must meet to count in goodput; None = no bound.
+    """
+    ok = [r for r in counted if r.ok]
+    failed = [r for r in counted if not r.ok]
+    start, end = window_bounds(counted)
+    duration = (end - start) if start is not None else None
+    everything = [r for r in list(warmup) + list(counted) if r is not None]
+    tokens = tokens_between(everything, start, end) if duration else 0.0
+    tokens = int(round(tokens)) if abs(tokens - round(tokens)) < 1e-6 else round(tokens, 3)
+    finished_in_window = sum(1 for r in everything if r.ok and duration and start < r.end <= end)
+    prompt_tokens = sum(r.prompt_tokens or 0 for r in ok)
+    all_starts = [r.start for r in everything if r.start is not None]
+    all_ends = [r.end for r in everything if r.end is not None]
+    level_span = (max(all_ends) - min(all_starts)) if all_starts and all_ends else None
+
+    ttft, tpot, latency = [], [], []
+    itl = {"usage": [], "average": []}
     sources = {"usage": 0, "average": 0}
     for r in ok:
         ttft.append(r.first - r.start)
         latency.append(r.end - r.start)
         if r.tokens > 1:
-            tpot.append((r.end - r.start - (r.first - r.start)) / (r.tokens - 1))
+            tpot.append(_tpot(r))
         entries, source = itl_entries(r)
-        itl.extend(entries)
         if source:
+            itl[source].extend(entries)
             sources[source] += 1
+    # Per-token ITL from usage when any request had it; estimates only when none did.
+    itl_estimated = not sources["usage"] and bool(sources["average"])
+    itl_values = itl["average"] if itl_estimated else itl["usage"]
+    good = sum(1 for r in ok if _good(r, slo)) if any(x is not None for x in slo) else None
 
     errors = []
     for r in failed:
@@ -102,15 +155,23 @@ def level_metrics(concurrency, counted, warmup_count, max_error_samples, expecte
         "errors": errors,
         "duration_s": _round(duration, 4),
         "output_tokens": tokens,
+        "counted_output_tokens": sum(r.tokens for r in ok),
         "input_tokens": prompt_tokens,
         "output_tok_s": rate(tokens),
-        "requests_per_s": rate(len(ok)),
+        "requests_per_s": rate(finished_in_window),
+        "goodput_requests": good,
+        "goodput_req_s": None if good is None else rate(good),
         "ttft_ms": describe(ttft),
-        "itl_ms": describe(itl),
+        "itl_ms": describe(itl_values),
         "tpot_ms": describe(tpot),
         "latency_ms": describe(latency),
         # How per-chunk token counts were known, by request (see Record.chunk_tokens).
         "itl_token_source": sources,
+        "itl_estimated": itl_estimated,
+        # The whole level (warm-up included, nothing in flight at either edge): what the
+        # server's own counter is compared with (_bench_run adds server_tok_s, server_ratio).
+        "level_span_s": _round(level_span, 4),
+        "level_output_tokens": sum(r.tokens for r in everything if r.chunk_times or r.usage_reported),
         "usage_missing": sum(1 for r in ok if not r.usage_reported),
         "short_outputs": (
             sum(1 for r in ok if r.tokens < expected_output_len) if expected_output_len else 0
@@ -128,7 +189,7 @@ def summary(levels):
         tps = lv.get("output_tok_s")
         if tps is None:
             continue
-        if lv["concurrency"] == 1:
+        if lv["concurrency"] == 1 and not lv.get("request_rate"):
             single = tps
         if peak is None or tps > peak["output_tok_s"]:
             peak = lv

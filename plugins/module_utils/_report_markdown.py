@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._report_merge import level_key, level_name
+
 DASH = "-"
 
 
@@ -40,10 +42,10 @@ def _summary_rows(name, entry, labels):
 
 def _level_table(entry, labels, ttft=True):
     b, c = entry.get("baseline"), entry.get("candidate")
-    levels = sorted({r["concurrency"] for s in (b, c) if s for r in s["levels"]})
-    by = {side: {r["concurrency"]: r for r in (entry[side] or {"levels": []})["levels"]}
+    levels = sorted({level_key(r) for s in (b, c) if s for r in s["levels"]})
+    by = {side: {level_key(r): r for r in (entry[side] or {"levels": []})["levels"]}
           for side in ("baseline", "candidate")}
-    ratio = {r["concurrency"]: r["ratio"] for r in entry.get("ratio") or []}
+    ratio = {level_key(r): r["ratio"] for r in entry.get("ratio") or []}
     head = "| concurrency | %s tok/s | %s tok/s | %s/%s |" % (
         labels["baseline"], labels["candidate"], labels["candidate"], labels["baseline"])
     sep = "| ---: | ---: | ---: | ---: |"
@@ -55,12 +57,39 @@ def _level_table(entry, labels, ttft=True):
     out = [head, sep]
     for lv in levels:
         rb, rc = by["baseline"].get(lv, {}), by["candidate"].get(lv, {})
-        line = "| %d | %s | %s | %s |" % (lv, _num(rb.get("output_tok_s")), _num(rc.get("output_tok_s")),
-                                          _ratio(ratio.get(lv)))
+        line = "| %s | %s | %s | %s |" % (level_name(lv), _num(rb.get("output_tok_s")),
+                                          _num(rc.get("output_tok_s")), _ratio(ratio.get(lv)))
         if ttft:
             line += " %s | %s |" % (_num(rb.get("ttft_p50_ms")), _num(rc.get("ttft_p50_ms")))
         line += " %s |" % _num(rc.get("accept_length"), 2)
         out.append(line)
+    return out
+
+
+def _q(row, name):
+    """'p50 / p99' of one latency figure of a row; ITL estimates are marked with ~."""
+    p50, p99 = row.get("%s_p50_ms" % name), row.get("%s_p99_ms" % name)
+    if p50 is None and p99 is None:
+        return DASH
+    mark = "~" if name == "itl" and row.get("itl_estimated") else ""
+    return "%s%s / %s%s" % (mark, _num(p50), mark, _num(p99))
+
+
+def _latency_table(entry, labels):
+    """Every figure of every level of one host, both sides (docs/benchmark.md defines them)."""
+    out = ["| level | variant | tok/s | server tok/s (client/counter) | req/s | goodput req/s | "
+           "TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | ITL p50 / p99 (ms) | E2E p50 / p99 (ms) |",
+           "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for side in ("baseline", "candidate"):
+        s = entry.get(side)
+        for r in (s or {}).get("levels", []):
+            server = DASH
+            if r.get("server_tok_s") is not None:
+                server = "%s (%s)" % (_num(r["server_tok_s"]), _num(r.get("server_ratio"), 4))
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                level_name(level_key(r)), labels[side], _num(r.get("output_tok_s")), server,
+                _num(r.get("requests_per_s"), 2), _num(r.get("goodput_req_s"), 2), _q(r, "ttft"), _q(r, "tpot"),
+                _q(r, "itl"), _q(r, "e2e")))
     return out
 
 
@@ -86,6 +115,10 @@ def render(report, plot_note=None, plot_name=None):
     for host in sorted(report["hosts"]):
         lines += ["", "## %s" % host, ""]
         lines += _level_table(report["hosts"][host], labels)
+        lines += ["", "### %s: latency by level" % host, ""]
+        lines += _latency_table(report["hosts"][host], labels)
+    lines += ["", "ITL marked ~ is an estimate (the server sent no per-chunk usage). "
+              "Definitions: docs/benchmark.md."]
     lines.append("")
     if plot_name:
         lines += ["![throughput against concurrency](%s)" % plot_name, ""]

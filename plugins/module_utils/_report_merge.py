@@ -60,31 +60,51 @@ def _levels(result, host, side, notes):
     return result["levels"]
 
 
-def _ttft(lv, key):
-    t = (lv or {}).get("ttft_ms") or {}
+def _ttft(lv, key, figure="ttft_ms"):
+    t = (lv or {}).get(figure) or {}
     return t.get(key)
+
+
+def level_key(row):
+    """Closed-loop levels by concurrency first, then open-loop levels by request rate."""
+    return (row.get("request_rate") or 0.0, row["concurrency"])
+
+
+def level_name(key):
+    rate, conc = key
+    if rate:
+        return "%g req/s (max %s)" % (rate, conc)
+    return "%d" % conc
 
 
 def side_summary(levels):
     """Compact per-level rows and the headline figures of one host's one side."""
     rows = []
     for lv in levels:
-        rows.append({
+        row = {
             "concurrency": lv["concurrency"],
+            "request_rate": lv.get("request_rate"),
             "output_tok_s": lv.get("output_tok_s"),
-            "ttft_p50_ms": _ttft(lv, "p50"),
-            "ttft_p99_ms": _ttft(lv, "p99"),
+            "requests_per_s": lv.get("requests_per_s"),
+            "goodput_req_s": lv.get("goodput_req_s"),
+            "server_tok_s": lv.get("server_tok_s"),
+            "server_ratio": lv.get("server_ratio"),
+            "itl_estimated": lv.get("itl_estimated"),
             "accept_length": lv.get("accept_length"),
             "completed": lv.get("completed"),
             "failed": lv.get("failed", 0),
-        })
-    rows.sort(key=lambda r: r["concurrency"])
+        }
+        for figure, name in (("ttft_ms", "ttft"), ("tpot_ms", "tpot"), ("itl_ms", "itl"), ("latency_ms", "e2e")):
+            for q in ("p50", "p99"):
+                row["%s_%s_ms" % (name, q)] = _ttft(lv, q, figure)
+        rows.append(row)
+    rows.sort(key=level_key)
     return _headline(rows)
 
 
 def _headline(rows):
     with_tps = [r for r in rows if r["output_tok_s"] is not None]
-    at1 = next((r for r in rows if r["concurrency"] == 1), None)
+    at1 = next((r for r in rows if r["concurrency"] == 1 and not r.get("request_rate")), None)
     peak = max(with_tps, key=lambda r: r["output_tok_s"]) if with_tps else None
     accepts = [r["accept_length"] for r in rows if r.get("accept_length") is not None]
     return {
@@ -109,24 +129,26 @@ def fleet_side(host_sides, notes, side):
         for r in summ["levels"]:
             if r["output_tok_s"] is None:
                 continue
-            slot = by_level.setdefault(r["concurrency"], {"tok": 0.0, "hosts": 0, "accepts": []})
+            slot = by_level.setdefault(level_key(r), {"tok": 0.0, "hosts": 0, "accepts": []})
             slot["tok"] += r["output_tok_s"]
             slot["hosts"] += 1
             if r.get("accept_length") is not None:
                 slot["accepts"].append(r["accept_length"])
     rows = []
-    for c in sorted(by_level):
-        slot = by_level[c]
+    for key in sorted(by_level):
+        slot = by_level[key]
         if slot["hosts"] < len(present):
-            notes.append("fleet %s at concurrency %d sums %d of %d hosts" % (side, c, slot["hosts"], len(present)))
+            notes.append("fleet %s at concurrency %s sums %d of %d hosts" % (side, level_name(key), slot["hosts"],
+                                                                              len(present)))
         rows.append({
-            "concurrency": c,
+            "concurrency": key[1],
+            "request_rate": key[0] or None,
             "output_tok_s": round(slot["tok"], 3),
             "hosts": slot["hosts"],
             "ttft_p50_ms": None,
             "ttft_p99_ms": None,
             "accept_length": round(sum(slot["accepts"]) / len(slot["accepts"]), 3) if slot["accepts"] else None,
-            "failed": sum(next((r.get("failed") or 0 for r in s["levels"] if r["concurrency"] == c), 0)
+            "failed": sum(next((r.get("failed") or 0 for r in s["levels"] if level_key(r) == key), 0)
                           for s in present.values()),
         })
     out = _headline(rows)
@@ -139,13 +161,13 @@ def ratios(baseline, candidate):
     """candidate/baseline tok/s per level present on both sides."""
     if baseline is None or candidate is None:
         return []
-    cand = {r["concurrency"]: r["output_tok_s"] for r in candidate["levels"]}
+    cand = {level_key(r): r["output_tok_s"] for r in candidate["levels"]}
     out = []
     for r in baseline["levels"]:
-        c, b = r["concurrency"], r["output_tok_s"]
+        c, b = level_key(r), r["output_tok_s"]
         if c in cand and cand[c] is not None and b:
-            out.append({"concurrency": c, "baseline_tok_s": b, "candidate_tok_s": cand[c],
-                        "ratio": round(cand[c] / b, 3)})
+            out.append({"concurrency": c[1], "request_rate": c[0] or None, "baseline_tok_s": b,
+                        "candidate_tok_s": cand[c], "ratio": round(cand[c] / b, 3)})
     return out
 
 

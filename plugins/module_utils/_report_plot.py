@@ -2,7 +2,10 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Throughput against concurrency, baseline against candidate, as PNG bytes.
+"""Throughput, TTFT and TPOT against concurrency (or request rate), baseline against candidate, as PNG bytes.
+
+x is the concurrency of closed-loop levels; when every level is open-loop, the
+request rate instead (log scale either way).
 
 Uses matplotlib's Figure and Agg canvas directly (no pyplot): no display, no
 global backend switch, nothing left open in the controller process.
@@ -26,16 +29,53 @@ def _load():
     return Figure, FigureCanvasAgg
 
 
-def _series(side):
-    pts = [(r["concurrency"], r["output_tok_s"]) for r in (side or {}).get("levels", [])
-           if r["output_tok_s"] is not None]
+def _by_rate(report):
+    rows = [r for e in report["hosts"].values() for side in ("baseline", "candidate")
+            for r in (e.get(side) or {}).get("levels", [])]
+    return bool(rows) and all(r.get("request_rate") for r in rows)
+
+
+def _series(side, key="output_tok_s", by_rate=False):
+    pts = []
+    for r in (side or {}).get("levels", []):
+        x = r.get("request_rate") if by_rate else (None if r.get("request_rate") else r["concurrency"])
+        if x is not None and r.get(key) is not None:
+            pts.append((x, r[key]))
+    pts.sort()
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
-def _axes(ax, entries, labels, title, per_host=False):
+def _xlabel(by_rate):
+    return "request rate (req/s)" if by_rate else "concurrency (requests in flight)"
+
+
+def _latency_axes(ax, report, name, by_rate):
+    """p50 (solid) and p99 (dashed) of one latency figure, every host, both sides."""
+    labels = report["labels"]
+    for side in ("baseline", "candidate"):
+        for host in sorted(report["hosts"]):
+            for q, style in (("p50", "-"), ("p99", "--")):
+                xs, ys = _series(report["hosts"][host].get(side), "%s_%s_ms" % (name, q), by_rate)
+                if xs:
+                    label = "%s %s" % (labels[side], q) if len(report["hosts"]) == 1 else \
+                        "%s %s %s" % (host, labels[side], q)
+                    ax.plot(xs, ys, marker="o", color=COLORS[side], linestyle=style, label=label,
+                            linewidth=1.5)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(_xlabel(by_rate))
+    ax.set_ylabel("%s (ms)" % name.upper())
+    ax.set_title("%s p50 / p99" % name.upper())
+    ax.grid(True, which="both", alpha=0.3)
+    ax.xaxis.set_major_formatter(_int_formatter())
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+
+
+def _axes(ax, entries, labels, title, per_host=False, by_rate=False):
     for side in ("baseline", "candidate"):
         for name, entry in entries:
-            xs, ys = _series(entry.get(side))
+            xs, ys = _series(entry.get(side), by_rate=by_rate)
             if not xs:
                 continue
             label = labels[side] if not per_host else "%s %s" % (name, labels[side])
@@ -43,7 +83,7 @@ def _axes(ax, entries, labels, title, per_host=False):
                     linewidth=1.0 if per_host else 2.0, alpha=0.6 if per_host else 1.0,
                     linestyle="-" if side == "candidate" or not per_host else "--")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("concurrency (requests in flight)")
+    ax.set_xlabel(_xlabel(by_rate))
     ax.set_ylabel("output tok/s")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
@@ -58,20 +98,24 @@ def _int_formatter():
 
 
 def render_png(report):
-    """PNG bytes: fleet totals, plus a per-host panel when there is more than one host."""
+    """PNG bytes. Top: tok/s (fleet totals, plus a per-host panel when there is more than
+    one host). Bottom: TTFT and TPOT p50/p99 per host."""
     Figure, FigureCanvasAgg = _load()
     labels = report["labels"]
     hosts = sorted(report["hosts"])
-    panels = 2 if len(hosts) > 1 else 1
-    fig = Figure(figsize=(6.5 * panels, 4.5), dpi=100)
+    by_rate = _by_rate(report)
+    fig = Figure(figsize=(13, 9), dpi=100)
     FigureCanvasAgg(fig)
-    if panels == 2:
-        _axes(fig.add_subplot(1, 2, 1), [("fleet", report["fleet"])], labels,
-              "Fleet (%d hosts, sum)" % len(hosts))
-        _axes(fig.add_subplot(1, 2, 2), [(h, report["hosts"][h]) for h in hosts], labels,
-              "Per host", per_host=True)
+    if len(hosts) > 1:
+        _axes(fig.add_subplot(2, 2, 1), [("fleet", report["fleet"])], labels,
+              "Fleet (%d hosts, sum)" % len(hosts), by_rate=by_rate)
+        _axes(fig.add_subplot(2, 2, 2), [(h, report["hosts"][h]) for h in hosts], labels,
+              "Per host", per_host=True, by_rate=by_rate)
     else:
-        _axes(fig.add_subplot(1, 1, 1), [(hosts[0], report["hosts"][hosts[0]])], labels, hosts[0])
+        _axes(fig.add_subplot(2, 1, 1), [(hosts[0], report["hosts"][hosts[0]])], labels, hosts[0],
+              by_rate=by_rate)
+    _latency_axes(fig.add_subplot(2, 2, 3), report, "ttft", by_rate)
+    _latency_axes(fig.add_subplot(2, 2, 4), report, "tpot", by_rate)
     fig.suptitle(report["title"])
     fig.tight_layout()
     buf = io.BytesIO()

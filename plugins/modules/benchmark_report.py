@@ -22,8 +22,13 @@ description:
     length, failed requests), then tok/s per concurrency with the candidate/baseline ratio,
     for the fleet and for each host. Fleet tok/s at a concurrency is the sum over hosts;
     a level missing on some hosts is summed over those that have it, with a note.
+  - Per host, a latency-by-level table follows with every figure of every level, both sides
+    (tok/s, the server counter's tok/s and the client/counter ratio, request/s, goodput,
+    TTFT, TPOT, ITL and E2E p50/p99; an ITL estimate is marked with C(~)). Open-loop levels
+    (M(gpufleet.serving.llm_benchmark) C(request_rates)) are named by their rate.
   - The PNG plots output tok/s against concurrency (log scale), baseline against candidate,
-    for the fleet and per host. It needs matplotlib on the controller; without it no PNG is
+    for the fleet and per host, and TTFT and TPOT p50/p99 per host (against the request
+    rate when every level is open-loop). It needs matplotlib on the controller; without it no PNG is
     written and the result and the Markdown say so.
   - Files are written only where their content differs (they carry no timestamp), so the
     same results give C(changed=false).

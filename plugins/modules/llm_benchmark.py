@@ -22,9 +22,13 @@ description:
   - Prompts are random and fixed-length, unique per request (no prefix-cache hits), and
     C(ignore_eos) is sent so every output reaches O(output_len).
   - Output tokens are the server's own C(usage.completion_tokens) (requested with
-    C(stream_options.include_usage)), never a re-tokenization. Output tok/s of a level is the
-    sum over its completed counted requests divided by the level's wall time, from the first
-    counted request sent to the last counted request ended.
+    C(stream_options.include_usage)), never a re-tokenization. A level's measurement window
+    runs from the first counted request sent to the last counted request ended; output tok/s
+    is every token that arrived inside it, whichever request carried it (the warm-up's tail
+    included), over the window, so variable-length outputs (speculative decoding, EOS) do not
+    bias it. With C(/metrics) on, the server's own counter gives RV(levels[].server_tok_s) and
+    RV(levels[].server_ratio) over the whole level. docs/benchmark.md defines every figure
+    next to sglang.bench_serving's and C(vllm bench serve)'s.
   - TTFT is the arrival of the first non-empty content chunk (reasoning text counts).
     TPOT is (latency - TTFT) / (tokens - 1). ITL is per token, pooled over the level's
     requests; a chunk carrying k tokens after a gap g gives k entries of g/k. Tokens per
@@ -75,6 +79,7 @@ options:
       - When not set, max(2 x level, 8) rounded up to a multiple of the level, so every
         level ends with full waves and its wall time is not stretched by a half-empty tail.
       - A value set here is used as given.
+      - With O(request_rates), the level in that formula is O(max_concurrency) (1 without it).
     type: int
   warmup_requests:
     description:
@@ -143,6 +148,63 @@ options:
     type: str
     choices: [auto, sglang, vllm]
     default: auto
+  request_rates:
+    description:
+      - Open-loop levels instead of O(levels) - one level per rate, in requests per second.
+        Arrival gaps are Gamma-distributed with shape O(burstiness) and mean 1/rate, as
+        C(vllm bench serve --request-rate --burstiness) (burstiness 1 is Poisson, like
+        sglang.bench_serving).
+    type: list
+    elements: float
+  burstiness:
+    description:
+      - Gamma shape of the arrival gaps with O(request_rates); below 1 is burstier, above 1
+        more regular.
+    type: float
+    default: 1.0
+  max_concurrency:
+    description:
+      - With O(request_rates), at most this many requests in flight; later arrivals wait for a
+        free slot (bench_serving's C(--max-concurrency)). Also the default warm-up count and
+        the number of connections opened ahead.
+    type: int
+  range_ratio:
+    description:
+      - Random input and output lengths, uniform in [max(int(len x ratio), 1), len] for
+        O(input_len) and O(output_len), drawn from O(seed) (bench_serving's
+        C(--random-range-ratio)). V(1) keeps every length fixed.
+    type: float
+    default: 1.0
+  ignore_eos:
+    description:
+      - Send C(ignore_eos) so outputs reach C(max_tokens). V(false) lets the model stop early.
+    type: bool
+    default: true
+  slo_ttft_ms:
+    description:
+      - Goodput SLO - a request counts in RV(levels[].goodput_req_s) only with TTFT at most this.
+    type: float
+  slo_tpot_ms:
+    description:
+      - Goodput SLO on TPOT (milliseconds).
+    type: float
+  slo_e2e_ms:
+    description:
+      - Goodput SLO on end-to-end latency (milliseconds).
+    type: float
+  connection:
+    description:
+      - V(keep_alive) opens connections ahead and reuses them; TTFT then excludes connection
+        set-up. V(per_request) opens a new connection for every request and starts its clock
+        before connecting, as sglang.bench_serving's cold-connection TTFT.
+    type: str
+    choices: [keep_alive, per_request]
+    default: keep_alive
+  progress_file:
+    description:
+      - A file on the target host that gets one line as each level starts and ends
+        (C(tail -f) it; Ansible shows nothing until the task returns).
+    type: path
 notes:
   - Runs on the host that reaches the server (usually the server's own host), with the
     Python standard library only.
@@ -208,7 +270,7 @@ levels:
       type: float
       sample: 27.6
     output_tokens:
-      description: Sum of C(usage.completion_tokens) of the completed counted requests.
+      description: Tokens that arrived inside the window, from any request of the level.
       type: int
       sample: 65280
     input_tokens:
@@ -220,9 +282,38 @@ levels:
       type: float
       sample: 2370.4
     requests_per_s:
-      description: Completed counted requests per second.
+      description: Requests completed inside the window (warm-up included) per second of it.
       type: float
       sample: 9.3
+    counted_output_tokens:
+      description: Sum of C(usage.completion_tokens) of the completed counted requests.
+      type: int
+    request_rate:
+      description: The level's request rate (open loop); null for a closed-loop level.
+      type: float
+    goodput_requests:
+      description: Counted requests meeting every SLO given; null without SLOs.
+      type: int
+    goodput_req_s:
+      description: RV(levels[].goodput_requests) / RV(levels[].duration_s); null without SLOs.
+      type: float
+    itl_estimated:
+      description: True when no request had per-chunk usage, so ITL spreads tokens evenly over chunks.
+      type: bool
+    level_span_s:
+      description: The whole level, first request sent (warm-up included) to last ended.
+      type: float
+    level_output_tokens:
+      description: Tokens the client received in the whole level (warm-up included).
+      type: int
+    server_tok_s:
+      description: >-
+        The server's generation-token counter delta over the level / RV(levels[].level_span_s);
+        null without C(/metrics).
+      type: float
+    server_ratio:
+      description: RV(levels[].level_output_tokens) / the counter delta (1.0 when every token was seen).
+      type: float
     ttft_ms:
       description: Time to first token, C(mean), C(p50), C(p90), C(p99).
       type: dict
@@ -335,6 +426,16 @@ def main():
             validate_certs=dict(type="bool", default=True),
             output=dict(type="path"),
             flavor=dict(type="str", choices=["auto", "sglang", "vllm"], default="auto"),
+            request_rates=dict(type="list", elements="float"),
+            burstiness=dict(type="float", default=1.0),
+            max_concurrency=dict(type="int"),
+            range_ratio=dict(type="float", default=1.0),
+            ignore_eos=dict(type="bool", default=True),
+            slo_ttft_ms=dict(type="float"),
+            slo_tpot_ms=dict(type="float"),
+            slo_e2e_ms=dict(type="float"),
+            connection=dict(type="str", choices=["keep_alive", "per_request"], default="keep_alive"),
+            progress_file=dict(type="path"),
         ),
         supports_check_mode=True,
     )

@@ -4,7 +4,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A small real OpenAI-compatible streaming server with a KNOWN rate (stdlib, loopback).
 
-Every request streams its tokens on an absolute schedule: chunk j (of K tokens)
+Variable workloads: --random-stop F ends each request at a length drawn uniformly
+in [max(1, F x max_tokens), max_tokens] whatever ignore_eos says (EOS-like early
+stops); --random-chunk M sends 1..M tokens a chunk (a speculative server);
+--chunk-pattern "k:ms,..." cycles chunks of k tokens sent ms after the previous
+one (known per-token gaps for ITL tests). Seeded by --seed and the POST number.
+
+Otherwise every request streams its tokens on an absolute schedule: chunk j (of K tokens)
 leaves at start + ttft + j * K / rate, so one stream runs at `rate` tok/s and
 the ideal throughput of c streams in closed loop is known exactly:
 c * n / (ttft + (ceil(n/K) - 1) * K / rate) for n output tokens.
@@ -15,6 +21,8 @@ c * n / (ttft + (ceil(n/K) - 1) * K / rate) for n output tokens.
 prints `READY <port>` once listening. SIGTERM/SIGINT stop it.
 Endpoints: GET /v1/models /health /metrics /server_info /stats[?reset=1] (the
 server's own tok/s since the last reset: tokens / (first request in - last byte out));
+GET /window?t0=T0&t1=T1: tokens the server wrote with time.perf_counter() in [T0, T1]
+(CLOCK_MONOTONIC, the client's clock too on Linux);
 POST /v1/completions /v1/chat/completions (stream or not).
 """
 
@@ -22,10 +30,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import json
 import math
+import random
 import signal
 import sys
+import time
 
 COUNTER_START = 1000000.0  # counters start far from zero: a reader must take deltas
 
@@ -38,7 +49,14 @@ class State(object):
         self.tokens = COUNTER_START          # generation tokens
         self.steps = COUNTER_START           # sglang verify calls / vllm drafts
         self.accepted = COUNTER_START * 0.5  # vllm accepted draft tokens (lifetime rate 1.5)
+        self.writes = []                     # (perf_counter, tokens) of every content chunk written
+        self.max_posts_per_connection = 0
         self.reset()
+
+    def tokens_between(self, t0, t1):
+        times = [w[0] for w in self.writes]
+        lo, hi = bisect.bisect_left(times, t0), bisect.bisect_right(times, t1)
+        return sum(w[1] for w in self.writes[lo:hi])
 
     def reset(self):
         """The server's own view of the streams since the last reset (GET /stats?reset=1)."""
@@ -106,6 +124,10 @@ async def stream(writer, st, req, chat):
     n = int(req.get("max_tokens") or 16)
     if a.eos_at and not req.get("ignore_eos"):
         n = min(n, a.eos_at)
+    rng = random.Random(a.seed * 1000003 + st.posts)
+    if a.random_stop:
+        n = rng.randint(max(1, int(a.random_stop * n)), n)
+    pattern = [tuple(int(x) for x in p.split(":")) for p in a.chunk_pattern.split(",")] if a.chunk_pattern else None
     k = a.tokens_per_chunk
     opts = req.get("stream_options") or {}
     continuous = bool(opts.get("continuous_usage_stats")) and not a.no_continuous_usage
@@ -118,12 +140,18 @@ async def stream(writer, st, req, chat):
                  b"Transfer-Encoding: chunked\r\n\r\n")
     sent = 0
     j = 0
+    due = t0 + a.ttft
     while sent < n:
-        due = t0 + a.ttft + (j * k / a.rate if a.rate > 0 else 0.0)
+        if pattern:
+            kk, gap_ms = pattern[j % len(pattern)]
+            due += gap_ms / 1000.0 if j else 0.0
+        else:
+            kk = rng.randint(1, a.random_chunk) if a.random_chunk else k
+            due += (kk / a.rate if a.rate > 0 else 0.0) if j else 0.0
         delay = due - loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
-        kk = min(k, n - sent)
+        kk = min(kk, n - sent)
         sent += kk
         text = "".join(" w%d" % (sent - kk + i) for i in range(kk))
         choice = {"index": 0, "finish_reason": None}
@@ -136,7 +164,9 @@ async def stream(writer, st, req, chat):
             chunk["usage"] = {"prompt_tokens": p_tokens, "completion_tokens": sent,
                               "total_tokens": p_tokens + sent}
         writer.write(_chunked(_sse(chunk)))
-        st.tokens += kk
+        st.writes.append((time.perf_counter(), kk))
+        if not a.count_on_finish:
+            st.tokens += kk
         st.steps += 1
         st.accepted += kk - 1
         j += 1
@@ -152,12 +182,15 @@ async def stream(writer, st, req, chat):
                                 "total_tokens": p_tokens + sent}})
     tail += b"data: [DONE]\n\n"
     writer.write(_chunked(tail) + b"0\r\n\r\n")
+    if a.count_on_finish:  # as SGLang 0.5.23: observe_one_finished_request
+        st.tokens += sent
     st.served(t0, loop.time(), sent)
     await writer.drain()
 
 
 async def handle(reader, writer, st):
     a = st.args
+    posts_here = 0
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -182,15 +215,21 @@ async def handle(reader, writer, st):
                     "speculative_algorithm": "EAGLE3" if a.spec else None,
                     "internal_states": [{"avg_spec_accept_length": a.server_info_accept}],
                 })
+            elif method == "GET" and path.startswith("/window?"):
+                q = dict(kv.split("=", 1) for kv in path.split("?", 1)[1].split("&"))
+                _json_response(writer, 200, {"tokens": st.tokens_between(float(q["t0"]), float(q["t1"]))})
             elif method == "GET" and path.startswith("/stats"):
                 w = dict(st.window)
                 span = (w["last_write"] - w["first_recv"]) if w["requests"] else None
                 w["tok_s"] = w["tokens"] / span if span else None
-                _json_response(writer, 200, {"posts": st.posts, "requests": st.requests, "window": w})
+                _json_response(writer, 200, {"posts": st.posts, "requests": st.requests, "window": w,
+                                             "max_posts_per_connection": st.max_posts_per_connection})
                 if path.endswith("reset=1"):
                     st.reset()
             elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
                 st.posts += 1
+                posts_here += 1
+                st.max_posts_per_connection = max(st.max_posts_per_connection, posts_here)
                 if a.fail_every and st.posts % a.fail_every == 0:
                     _json_response(writer, 500, {"error": {"message": "injected failure %d" % st.posts}},
                                    "Internal Server Error")
@@ -238,6 +277,12 @@ def parse(argv):
     p.add_argument("--eos-at", type=int, default=0, help="stop after N tokens unless ignore_eos")
     p.add_argument("--fail-every", type=int, default=0, help="every Nth POST answers 500")
     p.add_argument("--no-continuous-usage", action="store_true")
+    p.add_argument("--random-stop", type=float, default=0.0, help="early stops: length in [F x max, max]")
+    p.add_argument("--random-chunk", type=int, default=0, help="1..M tokens a chunk, at --rate")
+    p.add_argument("--chunk-pattern", default="", help='"k:ms,...": k tokens, ms after the previous chunk')
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--count-on-finish", action="store_true",
+                   help="generation_tokens_total grows when a request ends (SGLang), not per chunk")
     return p.parse_args(argv)
 
 

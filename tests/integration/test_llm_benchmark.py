@@ -86,7 +86,9 @@ def server():
 def params(url, **kw):
     p = dict(base_url=url, model=None, levels=[1], requests_per_level=None, warmup_requests=None,
              input_len=16, output_len=32, api="completions", temperature=0.0, seed=0, request_timeout=30.0,
-             max_error_samples=5, api_key=None, validate_certs=True, output=None, flavor="auto")
+             max_error_samples=5, api_key=None, validate_certs=True, output=None, flavor="auto",
+             request_rates=None, burstiness=1.0, max_concurrency=None, range_ratio=1.0, ignore_eos=True,
+             slo_ttft_ms=None, slo_tpot_ms=None, slo_e2e_ms=None, connection="keep_alive", progress_file=None)
     p.update(kw)
     return p
 
@@ -98,7 +100,7 @@ def test_throughput_matches_the_known_rate_at_1_and_32(server):
     for lv in res["levels"]:
         ideal = expected_tok_s(lv["concurrency"], n, rate, ttft, 1)
         assert lv["completed"] == lv["requests"] and lv["failed"] == 0
-        assert lv["output_tokens"] == lv["requests"] * n  # server usage counts, all of them
+        assert lv["counted_output_tokens"] == lv["requests"] * n  # server usage counts, all of them
         assert 0.96 * ideal <= lv["output_tok_s"] <= 1.01 * ideal, (lv["concurrency"], lv["output_tok_s"], ideal)
         assert lv["ttft_ms"]["p50"] == pytest.approx(ttft * 1000, rel=0.25)
         assert lv["itl_ms"]["p50"] == pytest.approx(1000 / rate, rel=0.1)
@@ -148,7 +150,7 @@ def test_failed_requests_are_counted_with_samples(server):
 def test_ignore_eos_keeps_outputs_full_length(server):
     s = server("--eos-at", "5", "--rate", "400")  # stops at 5 tokens unless ignore_eos is sent
     lv = run_benchmark(params(s.url, levels=[2], output_len=20, api="chat"))["levels"][0]
-    assert lv["short_outputs"] == 0 and lv["output_tokens"] == lv["requests"] * 20
+    assert lv["short_outputs"] == 0 and lv["counted_output_tokens"] == lv["requests"] * 20
 
 
 def test_unknown_server_has_no_acceptance(server):
@@ -261,3 +263,177 @@ def test_against_the_simulated_sglang(sim_server):
     # Several tokens a chunk: ITL is per token, so it agrees with TPOT (a per-chunk
     # ITL would be about accept_length times larger).
     assert lv["itl_ms"]["mean"] == pytest.approx(lv["tpot_ms"]["mean"], rel=0.25)
+
+
+# --- item 1: throughput that is true under variable lengths ------------------------------
+
+def _level_records(url, level, n, w, output_len=64, **kw):
+    """Run one level directly and return (records, level dict), to see the window edges."""
+    from ansible_collections.gpufleet.serving.plugins.module_utils import _bench_load, _bench_stats
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_client import request_body
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http import Target
+    bodies = [request_body("completions", "test-model", 8, output_len, i, 0.0) for i in range(w + n)]
+    records = _bench_load.run_level(Target(url), "/v1/completions", bodies, level, 30.0, **kw)
+    lv = _bench_stats.level_metrics(level, records[w:], w, 5, warmup=records[:w])
+    return records, lv
+
+
+def _server_tokens(url, t0, t1):
+    with urllib.request.urlopen("%s/window?t0=%r&t1=%r" % (url, t0, t1), timeout=5) as r:
+        return json.loads(r.read())["tokens"]
+
+
+@pytest.mark.parametrize("level", [1, 16, 64, 128])
+def test_window_throughput_matches_the_server_on_random_lengths(server, level):
+    """EOS-like early stops and 1-4 tokens a chunk: the server's own count of tokens
+    written inside the window, over the window, is the truth; within 1%."""
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_stats import window_bounds
+    s = server("--rate", "200", "--ttft", "0.02", "--random-stop", "0.1", "--random-chunk", "4", "--seed", "7")
+    records, lv = _level_records(s.url, level, n=max(2 * level, 8), w=level)
+    start, end = window_bounds(records[level:])
+    truth = _server_tokens(s.url, start, end) / (end - start)
+    assert lv["failed"] == 0
+    assert lv["output_tok_s"] == pytest.approx(truth, rel=0.01), (level, lv["output_tok_s"], truth)
+    if level >= 16:  # what the old figure (counted requests only) gave: well below
+        counted_only = lv["counted_output_tokens"] / lv["duration_s"]
+        assert counted_only < 0.99 * truth
+
+
+@pytest.mark.parametrize("per_finish", [False, True])
+def test_server_counter_rate_and_ratio(server, per_finish):
+    """server_tok_s from the /metrics counter over the whole level; ratio 1 whether the
+    counter grows per chunk or per finished request (SGLang 0.5.23)."""
+    args = ["--rate", "300", "--ttft", "0.01", "--random-stop", "0.2", "--random-chunk", "3"]
+    s = server(*(args + (["--count-on-finish"] if per_finish else [])))
+    res = run_benchmark(params(s.url, levels=[1, 16], output_len=48))
+    for lv in res["levels"]:
+        assert lv["server_ratio"] == pytest.approx(1.0, abs=1e-4)
+        assert lv["server_tok_s"] == pytest.approx(lv["level_output_tokens"] / lv["level_span_s"], rel=1e-3)
+    s2 = server("--no-metrics", "--rate", "400")
+    lv = run_benchmark(params(s2.url, levels=[1], requests_per_level=2, output_len=4))["levels"][0]
+    assert (lv["server_tok_s"], lv["server_ratio"]) == (None, None)
+
+
+# --- item 2: per-token ITL from the server's own counts ----------------------------------
+
+# k tokens, ms after the previous chunk: 20, 40, 20, 80, 20 ms a token (80%, 13%, 7% of tokens)
+PATTERN = "5:100,2:80,4:80,1:80,3:60"
+
+
+def _expected_itl(n, pattern):
+    """Per-token ITL entries of one n-token request on the pattern's schedule."""
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_stats import percentile
+    chunks = [tuple(int(x) for x in p.split(":")) for p in pattern.split(",")]
+    out, sent, j = [], 0, 0
+    while sent < n:
+        k, gap = chunks[j % len(chunks)]
+        k = min(k, n - sent)
+        if j:
+            out += [gap / 1000.0 / k] * k
+        sent += k
+        j += 1
+    return {q: percentile(out, q) * 1000 for q in (50, 90, 99)}
+
+
+def test_itl_percentiles_within_2_percent_on_known_chunks(server):
+    s = server("--chunk-pattern", PATTERN, "--ttft", "0.02")
+    lv = run_benchmark(params(s.url, levels=[4], requests_per_level=8, output_len=45))["levels"][0]
+    want = _expected_itl(45, PATTERN)
+    assert lv["itl_token_source"] == {"usage": 8, "average": 0} and lv["itl_estimated"] is False
+    for q in (50, 90, 99):
+        assert lv["itl_ms"]["p%d" % q] == pytest.approx(want[q], rel=0.02), (q, lv["itl_ms"], want)
+    assert (want[50], want[90], want[99]) == (20.0, 40.0, 80.0)  # three different plateaus
+
+
+def test_itl_without_per_chunk_usage_is_flagged_estimate(server):
+    s = server("--chunk-pattern", PATTERN, "--ttft", "0.02", "--no-continuous-usage")
+    lv = run_benchmark(params(s.url, levels=[2], requests_per_level=2, warmup_requests=0,
+                              output_len=15))["levels"][0]
+    assert lv["itl_estimated"] is True and lv["itl_token_source"] == {"usage": 0, "average": 2}
+
+
+# --- items 3-5: connections, arrival rates, lengths, goodput, progress -------------------
+
+def test_per_request_connections_and_progress_file(server, tmp_path):
+    s = server("--rate", "400", "--ttft", "0.01")
+    prog = tmp_path / "p" / "progress.log"
+    res = run_benchmark(params(s.url, levels=[1, 4], output_len=8, connection="per_request",
+                               progress_file=str(prog)))
+    assert all(lv["failed"] == 0 for lv in res["levels"])
+    lines = prog.read_text().splitlines()
+    assert lines[0].endswith("llm_benchmark: 2 levels")
+    assert "level 1/2 concurrency 1: 9 requests sent" in lines[1]
+    assert "level 2/2 concurrency 4: done in" in lines[4] and "8/8 ok" in lines[4]
+    assert res["config"]["connection"] == "per_request"
+    assert s.stats()["max_posts_per_connection"] == 1  # a new connection for every request
+    run_benchmark(params(s.url, levels=[2], output_len=4))
+    assert s.stats()["max_posts_per_connection"] > 1  # keep_alive reuses them
+
+
+def test_request_rate_with_cap_burstiness_range_ratio_and_goodput(server):
+    s = server("--rate", "500", "--ttft", "0.01", "--eos-at", "3")
+    res = run_benchmark(params(s.url, request_rates=[40.0], max_concurrency=4, burstiness=0.5,
+                               requests_per_level=40, warmup_requests=0, output_len=16, range_ratio=0.5,
+                               seed=3, slo_ttft_ms=1000.0, slo_tpot_ms=0.001))
+    lv = res["levels"][0]
+    assert lv["request_rate"] == 40.0 and lv["concurrency"] == 4 and lv["failed"] == 0
+    # Arrivals: 40 requests at 40/s take about 1 s (Gamma gaps, mean 1/40 s).
+    assert 0.4 < lv["duration_s"] < 3.0
+    # range_ratio 0.5: outputs between 8 and 16 tokens, not all equal
+    lens = lv["counted_output_tokens"]
+    assert 40 * 8 <= lens <= 40 * 16 and lens != 40 * 16
+    # TPOT SLO of 1 us: nobody meets it
+    assert lv["goodput_requests"] == 0 and lv["goodput_req_s"] == 0
+    again = run_benchmark(params(s.url, request_rates=[40.0], max_concurrency=4, burstiness=0.5,
+                                 requests_per_level=40, warmup_requests=0, output_len=16, range_ratio=0.5,
+                                 seed=3))["levels"][0]
+    assert again["counted_output_tokens"] == lens  # the seed fixes the lengths
+    assert again["goodput_requests"] is None
+
+
+def test_ignore_eos_off_lets_outputs_stop(server):
+    s = server("--eos-at", "5", "--rate", "400")
+    lv = run_benchmark(params(s.url, levels=[2], output_len=20, ignore_eos=False))["levels"][0]
+    assert lv["counted_output_tokens"] == lv["requests"] * 5
+
+
+def test_arrival_offsets_are_gamma_with_the_mean_gap():
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_load import arrival_offsets
+    for burst in (0.5, 1.0, 4.0):
+        off = arrival_offsets(4001, 20.0, burst, 1)
+        gaps = [b - a for a, b in zip(off, off[1:])]
+        mean = sum(gaps) / len(gaps)
+        var = sum((g - mean) ** 2 for g in gaps) / len(gaps)
+        assert mean == pytest.approx(0.05, rel=0.05)
+        assert var / mean ** 2 == pytest.approx(1.0 / burst, rel=0.15)  # Gamma CV^2 = 1/shape
+    assert arrival_offsets(5, 10.0, 1.0, 9) == arrival_offsets(5, 10.0, 1.0, 9)
+
+
+EAGLE3 = ("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(SIM_DRAFT),
+          "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
+
+
+def test_simulated_eagle3_counts_match_the_server_counter(sim_server):
+    """Variable tokens a chunk (accepted drafts) on the simulated EAGLE-3 server: per-chunk
+    usage arrives (ITL per token, not an estimate) and the client's token count over each
+    level equals the server's sglang:generation_tokens_total delta within 1%, at 1-128."""
+    spec = sim_server(*EAGLE3)
+    res = run_benchmark(params(spec, levels=[1, 16, 64, 128], requests_per_level=None, output_len=24))
+    for lv in res["levels"]:
+        assert lv["failed"] == 0, lv["errors"]
+        assert lv["itl_estimated"] is False and lv["itl_token_source"]["average"] == 0
+        assert lv["server_ratio"] == pytest.approx(1.0, abs=0.01), (lv["concurrency"], lv["server_ratio"])
+        assert lv["server_tok_s"] == pytest.approx(lv["level_output_tokens"] / lv["level_span_s"], rel=0.01)
+        assert lv["output_tokens"] >= lv["counted_output_tokens"]  # the warm-up's tail is in the window
+
+
+def test_new_options_through_ansible(server, tmp_path):
+    s = server("--rate", "400", "--ttft", "0.01", "--tokens-per-chunk", "2")
+    prog = tmp_path / "progress.log"
+    res = ansible_module({"base_url": s.url, "request_rates": [20, 40], "max_concurrency": 4, "burstiness": 2,
+                          "requests_per_level": 8, "output_len": 8, "range_ratio": 0.5, "seed": 5,
+                          "slo_ttft_ms": 5000, "connection": "per_request", "progress_file": str(prog)})
+    assert [lv["request_rate"] for lv in res["levels"]] == [20.0, 40.0]
+    assert all(lv["goodput_requests"] == 8 and lv["failed"] == 0 for lv in res["levels"])
+    assert res["config"]["connection"] == "per_request" and res["config"]["max_concurrency"] == 4
+    assert len(prog.read_text().splitlines()) == 5

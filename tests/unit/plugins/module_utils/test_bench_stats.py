@@ -93,3 +93,43 @@ def test_summary_picks_single_stream_and_peak():
     assert (s["peak_tok_s"], s["peak_concurrency"]) == (2400.0, 64)
     assert s["accept_length"] == 2.5
     assert (s["completed"], s["failed"]) == (392, 1)
+
+
+def test_window_counts_the_warmups_tokens_inside_it():
+    # Warm-up request: started at 0, streams 4 tokens at 0.5, 1.0, 1.5, 2.0 (1 a chunk).
+    warm = rec(0.0, 0.5, [0.5, 1.0, 1.5, 2.0], [1, 2, 3, 4], 4, end=2.0)
+    # Counted: 10.9-ish window from 1.0 to 3.0; 2 chunks of 3 tokens.
+    counted = rec(1.0, 2.0, [2.0, 3.0], [3, 6], 6, end=3.0)
+    lv = bs.level_metrics(2, [counted], 1, 5, warmup=[warm])
+    assert lv["duration_s"] == pytest.approx(2.0)
+    assert lv["counted_output_tokens"] == 6
+    assert lv["output_tokens"] == 9  # warm-up tokens at 1.0, 1.5, 2.0 are inside
+    assert lv["output_tok_s"] == pytest.approx(4.5)
+    assert lv["requests_per_s"] == pytest.approx(1.0)  # both ended inside (1.0, 3.0]
+    assert (lv["level_span_s"], lv["level_output_tokens"]) == (pytest.approx(3.0), 10)
+
+
+def test_final_count_beyond_the_last_content_chunk_arrives_at_the_end():
+    r = rec(0.0, 0.1, [0.1, 0.2], [2, 4], 5, end=0.3)  # one more token (EOS) in the final usage
+    assert r.arrivals() == [(0.1, 2), (0.2, 2), (0.3, 1)]
+    assert bs.tokens_between([r], 0.15, 0.3) == 3
+
+
+def test_itl_estimates_are_never_mixed_with_per_token_values():
+    exact = rec(0.0, 0.1, [0.1, 0.2, 0.3], [1, 2, 3], 3, end=0.3)
+    guess = rec(0.0, 0.1, [0.1, 0.5], [None, None], 10, end=0.5)
+    lv = bs.level_metrics(2, [exact, guess], 0, 5)
+    assert lv["itl_token_source"] == {"usage": 1, "average": 1} and lv["itl_estimated"] is False
+    assert lv["itl_ms"]["p99"] == pytest.approx(100.0)  # only the exact request's entries
+    only = bs.level_metrics(1, [guess], 0, 5)
+    assert only["itl_estimated"] is True and only["itl_ms"]["p50"] == pytest.approx(80.0)
+
+
+def test_goodput_counts_requests_meeting_every_slo():
+    fast = rec(0.0, 0.05, [0.05, 0.15], [1, 2], 2, end=0.15)   # TTFT 50 ms, TPOT 100 ms
+    slow = rec(0.0, 0.30, [0.30, 0.35], [1, 2], 2, end=0.35)   # TTFT 300 ms, TPOT 50 ms
+    lv = bs.level_metrics(2, [fast, slow], 0, 5, slo=(100.0, 120.0, None))
+    assert lv["goodput_requests"] == 1
+    assert lv["goodput_req_s"] == pytest.approx(1 / 0.35, rel=1e-3)
+    assert bs.level_metrics(2, [fast, slow], 0, 5, slo=(None, 60.0, None))["goodput_requests"] == 1
+    assert bs.level_metrics(2, [fast, slow], 0, 5)["goodput_requests"] is None

@@ -95,3 +95,36 @@ def test_without_matplotlib_no_png_and_a_note(tmp_path, monkeypatch):
     assert any("matplotlib is not installed" in n for n in out["notes"])
     assert "matplotlib is not installed" in out["markdown"]
     assert "![" not in out["markdown"]
+
+
+def full_lv(c, tps, rate=None, estimated=False):
+    def q(p50, p99):
+        return {"mean": p50, "p50": p50, "p90": p99, "p99": p99}
+    return {"concurrency": c, "request_rate": rate, "output_tok_s": tps, "requests_per_s": 2.5,
+            "goodput_req_s": 1.25, "server_tok_s": tps * 1.01, "server_ratio": 1.0,
+            "itl_estimated": estimated, "ttft_ms": q(100.0, 200.0), "tpot_ms": q(15.0, 18.0),
+            "itl_ms": q(14.0, 30.0), "latency_ms": q(1000.0, 1500.0), "accept_length": None,
+            "completed": 8, "failed": 0}
+
+
+def test_latency_table_has_every_figure_and_marks_estimates():
+    results = {"h": {"baseline": {"levels": [full_lv(1, 60.0), full_lv(8, 400.0, estimated=True)]},
+                     "candidate": {"levels": [full_lv(4, 200.0, rate=2.0)]}}}
+    md = rmd.render(rm.merge(results, baseline_label="base", candidate_label="eagle"))
+    assert "### h: latency by level" in md
+    assert table_rows(md, "1")[-1] == ["1", "base", "60.0", "60.6 (1.0000)", "2.50", "1.25", "100.0 / 200.0",
+                                       "15.0 / 18.0", "14.0 / 30.0", "1000.0 / 1500.0"]
+    assert table_rows(md, "8")[-1][8] == "~14.0 / ~30.0"  # ITL estimate
+    # an open-loop level is named by its rate and cap, not merged with a closed one
+    assert table_rows(md, "2 req/s (max 4)")[-1][:3] == ["2 req/s (max 4)", "eagle", "200.0"]
+
+
+def test_plot_series_by_concurrency_or_by_rate():
+    closed = rm.merge({"h": {"baseline": {"levels": [full_lv(1, 60.0), full_lv(8, 400.0)]}}})
+    assert not rp._by_rate(closed)
+    side = closed["hosts"]["h"]["baseline"]
+    assert rp._series(side, "tpot_p99_ms") == ([1, 8], [18.0, 18.0])
+    opened = rm.merge({"h": {"baseline": {"levels": [full_lv(4, 60.0, rate=1.0), full_lv(4, 90.0, rate=2.0)]}}})
+    assert rp._by_rate(opened)
+    assert rp._series(opened["hosts"]["h"]["baseline"], by_rate=True) == ([1.0, 2.0], [60.0, 90.0])
+    assert rp.render_png(opened)[:8] == b"\x89PNG\r\n\x1a\n"

@@ -67,9 +67,11 @@ def make_request(kind, body, sim_seed, eos_prob):
     return Request(rid, prompt_tokens, max(max_new, 1), ignore_eos, material, eos_prob)
 
 
-def usage(req):
-    return {"prompt_tokens": req.prompt_tokens, "total_tokens": req.prompt_tokens + req.completion_tokens,
-            "completion_tokens": req.completion_tokens, "prompt_tokens_details": None}
+def usage(req, completion_tokens=None):
+    """A usage object; completion_tokens: the running count of a stream chunk (default: now)."""
+    done = req.completion_tokens if completion_tokens is None else completion_tokens
+    return {"prompt_tokens": req.prompt_tokens, "total_tokens": req.prompt_tokens + done,
+            "completion_tokens": done, "prompt_tokens_details": None}
 
 
 def openai_chunk(kind, req, model, text, finish, first):

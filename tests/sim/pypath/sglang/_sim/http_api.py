@@ -157,6 +157,16 @@ class Handler(BaseHTTPRequestHandler):
     def _chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
+    def _token_events(self, req):
+        """(text, running completion_tokens, finished) for each engine event of req."""
+        count = 0
+        for texts, finished in iter(req.events.get, None):
+            count += len(texts)
+            # An EOS token counts in usage but has no text: the final count is the engine's.
+            yield "".join(texts), (req.completion_tokens if finished else count), finished
+            if finished:
+                return
+
     def _stream(self, kind, req, body, started):
         app = self.server.app
         self.send_response_only(200)
@@ -164,15 +174,22 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         model = app.args.served_model_name
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        opts = body.get("stream_options") or {}
+        include_usage = bool(opts.get("include_usage"))
+        # As 0.5.23 srt/entrypoints/openai/utils.py should_include_usage: with stream_options,
+        # continuous_usage_stats puts the running usage on every chunk (serving_completions.py,
+        # serving_chat.py); without it, content chunks carry "usage": null.
+        continuous = bool(opts.get("continuous_usage_stats"))
         first, so_far = True, []
-        for text, finished in self._events(req):
+        for text, count, finished in self._token_events(req):
             if kind == "generate":
                 so_far.append(text)  # SGLang's native stream sends the text so far
                 obj = {"text": "".join(so_far), "meta_info": api.meta_info(
                     req, app.speculative(), started, app.target.eos_token_id)}
             else:
                 obj = api.openai_chunk(kind, req, model, text, req.finish_reason if finished else None, first)
+                if continuous:
+                    obj["usage"] = api.usage(req, count)
             self._chunk(b"data: " + _dumps(obj) + b"\n\n")
             first = False
         if include_usage and kind != "generate":

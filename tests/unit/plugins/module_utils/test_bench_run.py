@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The server-counter comparison, random lengths, progress lines, option checks."""
+
+from __future__ import annotations
+
+import pathlib
+import random
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
+
+from ansible_collections.gpufleet.serving.plugins.module_utils import _bench_run as br  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput  # noqa: E402
+
+
+def test_server_rate_over_the_level():
+    before = {"sglang:generation_tokens_total": 1000.0}
+    after = {"sglang:generation_tokens_total": 1500.0}
+    lv = {"level_span_s": 2.0, "level_output_tokens": 495}
+    assert br.server_rate(before, after, lv) == {"server_tok_s": 250.0, "server_ratio": 0.99}
+    vllm = br.server_rate({"vllm:generation_tokens_total": 0.0}, {"vllm:generation_tokens_total": 500.0}, lv)
+    assert vllm["server_tok_s"] == 250.0
+    assert br.server_rate(None, None, lv) == {"server_tok_s": None, "server_ratio": None}
+    assert br.server_rate(before, before, lv) == {"server_tok_s": None, "server_ratio": None}
+
+
+def test_random_lengths_follow_the_range_ratio():
+    rng = random.Random(1)
+    lens = [br._length(rng, 100, 0.25) for unused in range(2000)]
+    assert min(lens) == 25 and max(lens) == 100
+    assert br._length(rng, 100, 1.0) == 100
+    assert br._length(random.Random(1), 3, 0.1) >= 1
+
+
+def test_progress_lines(tmp_path):
+    path = tmp_path / "d" / "p.log"
+    prog = br.Progress(str(path), 2)
+    prog.level_start(0, 4, None, 12)
+    lv = {"concurrency": 4, "request_rate": None, "level_span_s": 1.5, "completed": 8, "requests": 8,
+          "output_tok_s": 100.0, "ttft_ms": {"p50": 20.0}, "tpot_ms": {"p50": 10.0}}
+    prog.level_end(0, lv)
+    prog.level_start(1, None, 2.5, 10)
+    lines = path.read_text().splitlines()
+    assert lines[0].endswith("llm_benchmark: 2 levels")
+    assert lines[1].endswith("level 1/2 concurrency 4: 12 requests sent...")
+    assert "level 1/2 concurrency 4: done in 1.5s, 8/8 ok, 100.0 tok/s, TTFT p50 20.0 ms" in lines[2]
+    assert lines[3].endswith("level 2/2 rate 2.5 req/s: 10 requests sent...")
+    br.Progress(None, 2).level_start(0, 1, None, 1)  # no file: nothing happens
+    (tmp_path / "f").write_text("")
+    with pytest.raises(InvalidInput, match="cannot write progress_file"):
+        br.Progress(str(tmp_path / "f" / "p.log"), 1)  # its directory is a file
+
+
+@pytest.mark.parametrize("bad", [
+    {"request_rates": [0]}, {"burstiness": -1.0}, {"burstiness": 0.0}, {"max_concurrency": 0}, {"range_ratio": 0.0},
+    {"range_ratio": 1.5},
+])
+def test_bad_options_are_refused(bad):
+    params = {"levels": [1], "input_len": 1, "output_len": 1}
+    params.update(bad)
+    with pytest.raises(InvalidInput):
+        br._check(params)
+
+
+def test_peak_in_flight():
+    class R(object):
+        def __init__(self, start, end):
+            self.start, self.end = start, end
+    assert br._peak_in_flight([R(0, 2), R(1, 3), R(2, 4), R(5, 6)]) == 2
