@@ -184,6 +184,18 @@ def test_launch_server_warns_and_dp_has_a_controller(tmp_path):
         s.stop()
 
 
+def test_tokenizer_workers_carry_their_pid_in_the_title(tmp_path):
+    s = Server(tmp_path, ["--tokenizer-worker-num", "2"], tp=1)
+    try:
+        s.wait_ready()
+        workers = [c for c in psutil.Process(s.pid).children()
+                   if " ".join(c.cmdline()).startswith("sglang::tokenizer_worker:")]
+        assert sorted(" ".join(c.cmdline()).strip() for c in workers) == sorted(
+            "sglang::tokenizer_worker:%d" % c.pid for c in workers) and len(workers) == 2
+    finally:
+        s.stop()
+
+
 def test_ready_is_503_until_warm(tmp_path):
     s = Server(tmp_path, ["--sim-warmup-seconds", "1.5"], tp=1, model=KIMI)
     try:
@@ -194,3 +206,25 @@ def test_ready_is_503_until_warm(tmp_path):
         assert s.request("GET", "/ready")[0] == 200
     finally:
         s.stop()
+
+
+def test_relaunch_meets_sglangs_own_port_check(tmp_path):
+    """Attention DP: the old server still holds its derived ports, so the new one waits
+    SGLANG_WAIT_PORT_TIMEOUT seconds (real SGLang's wait_port_available), then gives up."""
+    dp = ["--dp-size", "2", "--enable-dp-attention"]
+    old = Server(tmp_path, dp, tp=1)
+    new = None
+    try:
+        old.wait_ready()
+        (tmp_path / "new").mkdir()
+        new = Server(tmp_path / "new", dp, tp=1, port=old.port, env={"SGLANG_WAIT_PORT_TIMEOUT": "1"})
+        assert new.wait_exit(30) == 1
+        log = new.log()
+        dist_init_port = old.port + 233
+        assert "Port is already in use. dist_init_port=%d port_base=%d" % (dist_init_port, dist_init_port + 1) in log
+        assert "ValueError: dist_init_port at %d is not available in 1 seconds." % dist_init_port in log
+        assert "Init parallel begin." not in log and old.request("GET", "/health")[0] == 200
+    finally:
+        for s in (new, old):
+            if s is not None:
+                s.stop()
