@@ -147,84 +147,80 @@ def test_metrics_count_finished_requests_per_stream():
 
 # --- processes ----------------------------------------------------------------------------
 
+@pytest.fixture
+def start(tmp_path):
+    """Start simulated servers (each in a directory of its own); all are stopped after."""
+    started = []
+
+    def run(args, **kw):
+        where = tmp_path / str(len(started))
+        where.mkdir()
+        started.append(Server(where, list(args), **kw))
+        return started[-1]
+
+    yield run
+    for server in reversed(started):
+        server.stop()
+
+
 def _titles(server):
     titles = (" ".join(c.cmdline()).strip() for c in psutil.Process(server.pid).children())
     return sorted(t for t in titles if t.startswith("sglang::"))
 
 
-def test_sglang_serve_at_tp1(tmp_path):
-    s = Server(tmp_path, [], tp=1, entry="serve")
-    try:
-        s.wait_ready()
-        cmdline = " ".join(psutil.Process(s.pid).cmdline())
-        assert " serve --model-path " in cmdline and "/sglang serve" in cmdline
-        assert _titles(s) == ["sglang::detokenizer", "sglang::scheduler"]
-        log = s.log()
-        assert "recommended entrypoint" not in log
-        assert "] Init parallel begin." in log and " TP0]" not in log  # no rank prefix at TP1
-        assert "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1" in log
-        assert '"GET /model_info HTTP/1.1" 200' in log and '"POST /generate HTTP/1.1" 200' in log
-        assert s.request("GET", "/ready")[0] == 200
-    finally:
-        s.stop()
+def test_sglang_serve_at_tp1(start):
+    s = start([], tp=1, entry="serve")
+    s.wait_ready()
+    cmdline = " ".join(psutil.Process(s.pid).cmdline())
+    assert " serve --model-path " in cmdline and "/sglang serve" in cmdline
+    assert _titles(s) == ["sglang::detokenizer", "sglang::scheduler"]
+    log = s.log()
+    assert "recommended entrypoint" not in log
+    assert "] Init parallel begin." in log and " TP0]" not in log  # no rank prefix at TP1
+    assert "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1" in log
+    assert '"GET /model_info HTTP/1.1" 200' in log and '"POST /generate HTTP/1.1" 200' in log
+    assert s.request("GET", "/ready")[0] == 200
 
 
-def test_launch_server_warns_and_dp_has_a_controller(tmp_path):
-    s = Server(tmp_path, ["--dp-size", "2"], tp=2)
-    try:
-        s.wait_ready()
-        assert _titles(s) == ["sglang::data_parallel_controller", "sglang::detokenizer",
-                              "sglang::scheduler_DP0_TP0", "sglang::scheduler_DP0_TP1",
-                              "sglang::scheduler_DP1_TP0", "sglang::scheduler_DP1_TP1"]
-        log = s.log()
-        assert log.index("UserWarning: 'python -m sglang.launch_server' is still supported, but "
-                         "'sglang serve' is the recommended entrypoint.") < log.index("server_args={")
-        assert " DP1 TP1] Init parallel begin." in log
-    finally:
-        s.stop()
+def test_launch_server_warns_and_dp_has_a_controller(start):
+    s = start(["--dp-size", "2"], tp=2)
+    s.wait_ready()
+    assert _titles(s) == ["sglang::data_parallel_controller", "sglang::detokenizer",
+                          "sglang::scheduler_DP0_TP0", "sglang::scheduler_DP0_TP1",
+                          "sglang::scheduler_DP1_TP0", "sglang::scheduler_DP1_TP1"]
+    log = s.log()
+    assert log.index("UserWarning: 'python -m sglang.launch_server' is still supported, but "
+                     "'sglang serve' is the recommended entrypoint.") < log.index("server_args={")
+    assert " DP1 TP1] Init parallel begin." in log
 
 
-def test_tokenizer_workers_carry_their_pid_in_the_title(tmp_path):
-    s = Server(tmp_path, ["--tokenizer-worker-num", "2"], tp=1)
-    try:
-        s.wait_ready()
-        workers = [c for c in psutil.Process(s.pid).children()
-                   if " ".join(c.cmdline()).startswith("sglang::tokenizer_worker:")]
-        assert sorted(" ".join(c.cmdline()).strip() for c in workers) == sorted(
-            "sglang::tokenizer_worker:%d" % c.pid for c in workers) and len(workers) == 2
-    finally:
-        s.stop()
+def test_tokenizer_workers_carry_their_pid_in_the_title(start):
+    s = start(["--tokenizer-worker-num", "2"], tp=1)
+    s.wait_ready()
+    workers = [c for c in psutil.Process(s.pid).children()
+               if " ".join(c.cmdline()).startswith("sglang::tokenizer_worker:")]
+    assert sorted(" ".join(c.cmdline()).strip() for c in workers) == sorted(
+        "sglang::tokenizer_worker:%d" % c.pid for c in workers) and len(workers) == 2
 
 
-def test_ready_is_503_until_warm(tmp_path):
-    s = Server(tmp_path, ["--sim-warmup-seconds", "1.5"], tp=1, model=KIMI)
-    try:
-        s.wait_log("Uvicorn running on")
-        assert s.request("GET", "/ready")[0] == 503
-        assert s.request("GET", "/health")[0] == 503
-        s.wait_ready()
-        assert s.request("GET", "/ready")[0] == 200
-    finally:
-        s.stop()
+def test_ready_is_503_until_warm(start):
+    s = start(["--sim-warmup-seconds", "1.5"], tp=1, model=KIMI)
+    s.wait_log("Uvicorn running on")
+    assert s.request("GET", "/ready")[0] == 503
+    assert s.request("GET", "/health")[0] == 503
+    s.wait_ready()
+    assert s.request("GET", "/ready")[0] == 200
 
 
-def test_relaunch_meets_sglangs_own_port_check(tmp_path):
+def test_relaunch_meets_sglangs_own_port_check(start):
     """Attention DP: the old server still holds its derived ports, so the new one waits
     SGLANG_WAIT_PORT_TIMEOUT seconds (real SGLang's wait_port_available), then gives up."""
     dp = ["--dp-size", "2", "--enable-dp-attention"]
-    old = Server(tmp_path, dp, tp=1)
-    new = None
-    try:
-        old.wait_ready()
-        (tmp_path / "new").mkdir()
-        new = Server(tmp_path / "new", dp, tp=1, port=old.port, env={"SGLANG_WAIT_PORT_TIMEOUT": "1"})
-        assert new.wait_exit(30) == 1
-        log = new.log()
-        dist_init_port = old.port + 233
-        assert "Port is already in use. dist_init_port=%d port_base=%d" % (dist_init_port, dist_init_port + 1) in log
-        assert "ValueError: dist_init_port at %d is not available in 1 seconds." % dist_init_port in log
-        assert "Init parallel begin." not in log and old.request("GET", "/health")[0] == 200
-    finally:
-        for s in (new, old):
-            if s is not None:
-                s.stop()
+    old = start(dp, tp=1).wait_ready()
+    new = start(dp, tp=1, port=old.port, env={"SGLANG_WAIT_PORT_TIMEOUT": "1"})
+    assert new.wait_exit(30) == 1
+    log = new.log()
+    dist_init_port = old.port + 233
+    assert "Port is already in use. dist_init_port=%d port_base=%d" % (dist_init_port, dist_init_port + 1) in log
+    assert "ValueError: dist_init_port at %d is not available in 1 seconds." % dist_init_port in log
+    assert "Init parallel begin." not in log and old.request("GET", "/health")[0] == 200
