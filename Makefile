@@ -14,7 +14,7 @@ COLL_LINK := build/collections/ansible_collections/gpufleet/serving
 
 .PHONY: setup system-packages test demo bench clean
 
-setup: system-packages $(VENV)/.installed $(VENV_NEWEST)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK)
+setup: system-packages $(VENV)/.installed $(VENV_NEWEST)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK) build/sglang-real/.installed
 
 # Debian packages for the simulated fleet: installed when missing and run as root,
 # else the exact command to run is printed (scripts/system_packages.sh).
@@ -35,6 +35,12 @@ $(VENV_NEWEST)/.installed: requirements-newest.txt requirements-common.txt | sys
 
 build/fakenvml/libnvidia-ml.so.1: tests/sim/fakenvml/fakenvml.c $(VENV)/.installed
 	$(VPY) tests/sim/simctl gpu build build/fakenvml
+
+# Real SGLang (no deps, own directory) for the simulator's command line: tests/sim/realsglang.py.
+build/sglang-real/.installed: requirements-sglang.txt requirements-sglang-deps.txt $(VENV)/.installed
+	$(VPY) -m pip install -q -r requirements-sglang-deps.txt
+	rm -rf build/sglang-real && $(VPY) -m pip install -q --no-deps --target build/sglang-real -r requirements-sglang.txt
+	touch $@
 
 $(COLL_LINK):
 	mkdir -p $(dir $(COLL_LINK))
