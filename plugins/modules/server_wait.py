@@ -295,8 +295,8 @@ process:
       type: str
 cause:
   description:
-    - Why the server is not ready. V(kind) is one of V(oom), V(address_in_use), V(bad_argument), V(warmup_error),
-      V(exited), V(timeout).
+    - Why the server is not ready. V(kind) is one of V(oom), V(ports_held), V(address_in_use), V(bad_argument),
+      V(warmup_error), V(exited), V(timeout).
   returned: on failure, and in check mode when the process is dead
   type: dict
   contains:
