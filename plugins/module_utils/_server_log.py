@@ -71,9 +71,10 @@ _PHASE_RULES = (
     (None, "http_server", re.compile(r"Uvicorn running on")),
     # sglang/srt/entrypoints/http_server.py (_execute_server_warmup): GET /model_info (older:
     # /get_model_info), then POST /generate, /v1/chat/completions (a model that understands
-    # images, e.g. Kimi-K2.5) or /encode (an embedding model); uvicorn's access log shows them.
+    # images, e.g. Kimi-K2.5), /encode (an embedding model) or /v1/systemone (a Clef or
+    # Kev checkpoint); uvicorn's access log shows them.
     ("sglang", "warmup", re.compile(
-        r'"(?:GET /(?:get_)?model_info|POST /(?:generate|encode|v1/chat/completions)) HTTP')),
+        r'"(?:GET /(?:get_)?model_info|POST /(?:generate|encode|v1/chat/completions|v1/systemone)) HTTP')),
 )
 
 # Strong markers that tell which server wrote the log (first one seen decides).
