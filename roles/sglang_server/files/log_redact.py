@@ -142,7 +142,8 @@ def main(argv):
             continue
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
-        signal.signal(signum, signal.SIG_DFL)
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
 
