@@ -6,7 +6,7 @@ COLL_LINK := build/collections/ansible_collections/gpufleet/serving
 
 .PHONY: setup test demo bench clean
 
-setup: $(VENV)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK)
+setup: $(VENV)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK) build/sglang-real/.installed
 
 $(VENV)/.installed: requirements.txt
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -16,6 +16,12 @@ $(VENV)/.installed: requirements.txt
 
 build/fakenvml/libnvidia-ml.so.1: tests/sim/fakenvml/fakenvml.c $(VENV)/.installed
 	$(VPY) tests/sim/simctl gpu build build/fakenvml
+
+# Real SGLang (no deps, own directory) for the simulator's command line: tests/sim/realsglang.py.
+build/sglang-real/.installed: requirements-sglang.txt requirements-sglang-deps.txt $(VENV)/.installed
+	$(VPY) -m pip install -q -r requirements-sglang-deps.txt
+	rm -rf build/sglang-real && $(VPY) -m pip install -q --no-deps --target build/sglang-real -r requirements-sglang.txt
+	touch $@
 
 $(COLL_LINK):
 	mkdir -p $(dir $(COLL_LINK))

@@ -17,6 +17,7 @@ from _polling import poll  # noqa: E402
 
 SIM = os.path.dirname(os.path.abspath(__file__))
 SGLANG_PYTHON = os.path.join(SIM, "bin", "sglang-python")
+SGLANG_CLI = os.path.join(SIM, "bin", "sglang")  # the `sglang serve` entry point
 MODELS = os.path.join(SIM, "models")
 KIMI = os.path.join(MODELS, "kimi-k2.5-int4")
 EAGLE = os.path.join(MODELS, "aq-medai-kimi-k2-eagle3")
@@ -40,11 +41,12 @@ def wait_for(cond, timeout, what, step=0.02):
 class Server:
     """One simulated server process, started with the real launch command line."""
 
-    def __init__(self, tmp_path, args, env=None, port=None, model=KIMI, tp=8):
+    def __init__(self, tmp_path, args, env=None, port=None, model=KIMI, tp=8, entry="launch_server"):
         self.port = port or free_port()
         self.log_path = str(tmp_path / ("server-%d.log" % self.port))
-        self.cmd = [SGLANG_PYTHON, "-m", "sglang.launch_server", "--model-path", model,
-                    "--tp-size", str(tp), "--host", HOST, "--port", str(self.port)] + FAST + list(args)
+        head = [SGLANG_CLI, "serve"] if entry == "serve" else [SGLANG_PYTHON, "-m", "sglang.launch_server"]
+        self.cmd = head + ["--model-path", model, "--tp-size", str(tp), "--host", HOST,
+                           "--port", str(self.port)] + FAST + list(args)
         full_env = dict(os.environ)
         full_env.pop("FAKE_NVML_ROOT", None)
         full_env.update(env or {})

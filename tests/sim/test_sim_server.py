@@ -25,9 +25,11 @@ needs_gpus = pytest.mark.skipif(fakegpu is None, reason="fake GPU kit (tests/sim
 SPEC = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", EAGLE,
         "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
         "--speculative-num-draft-tokens", "4", "--sim-accept-length", "2.6"]
-PHASES = ["Load weight begin", "Load weight end", "KV Cache is allocated", "Capture cuda graph begin",
-          "Capture cuda graph end", "Uvicorn running on http://%s:" % HOST, "POST /generate",
-          "The server is fired up and ready to roll!"]
+# The real 0.5.23 lines, in order (their emitters: tests/sim/pypath/sglang/_sim/worker.py).
+PHASES = ["server_args={", "Init parallel begin.", "Load weight begin", "Load weight end",
+          "KV Cache is allocated", "Capture target decode CUDA graph begin.",
+          "Capture target decode CUDA graph end.", "Uvicorn running on http://%s:" % HOST,
+          "POST /generate", "The server is fired up and ready to roll!"]
 
 
 @pytest.fixture
@@ -153,7 +155,7 @@ def test_port_taken(servers):
         holder.bind((HOST, 0))
         holder.listen(1)
         s = servers(tp=2, port=holder.getsockname()[1])
-        _assert_failed(s, "Capture cuda graph end", "[Errno 98]", "address already in use")
+        _assert_failed(s, "Capture target decode CUDA graph end.", "[Errno 98]", "address already in use")
 
 
 @needs_gpus
@@ -186,13 +188,13 @@ def test_memory_fraction_plus_drafter_is_cuda_oom(servers, gpu_root):
     s = servers(SPEC + ["--mem-fraction-static", "0.97"], env=gpu_env(gpu_root))
     _assert_failed(s, "KV Cache is allocated", "torch.OutOfMemoryError: CUDA out of memory",
                    "Traceback (most recent call last)")
-    assert "Capture cuda graph begin" not in s.log()
+    assert "CUDA graph begin" not in s.log()
     assert used_mib(gpu_root) == [0] * 10
 
 
 def test_mismatched_drafter_fails_in_graph_capture(servers):
     s = servers(SPEC[:2] + ["--speculative-draft-model-path", MISMATCHED], tp=2)
-    _assert_failed(s, "Capture cuda graph begin", "mat1 and mat2 shapes cannot be multiplied")
+    _assert_failed(s, "Capture target verify CUDA graph begin.", "mat1 and mat2 shapes cannot be multiplied")
 
 
 def test_warmup_failure(servers):
@@ -209,10 +211,23 @@ def test_bad_argument_and_missing_config(servers, tmp_path):
     _assert_failed(s, "does not appear to have a file named config.json")
 
 
-def test_unknown_flag_is_a_warning(servers):
+def test_real_flags_the_simulator_does_not_model_are_accepted(servers):
     s = servers(["--enable-mixed-chunk", "--chunked-prefill-size", "4096"], tp=2)
     s.wait_ready()
-    assert "['--enable-mixed-chunk', '--chunked-prefill-size', '4096']" in s.log()
+    assert "'chunked_prefill_size': 4096" in s.log()  # the real record, in the server_args line
+
+
+@pytest.mark.parametrize("flag, message", [
+    (["--enable-mixed-chunks"], "error: unrecognized arguments: --enable-mixed-chunks"),
+    (["--cuda-graph-max-bs", "8"], "error: ambiguous option: --cuda-graph-max-bs could match "
+                                   "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill"),
+])
+def test_flag_real_sglang_refuses_exits_2_with_its_message(servers, flag, message):
+    s = servers(flag, tp=2)
+    assert s.wait_exit(30) == 2
+    log = s.log()
+    assert message in log and "usage: sglang serve" in log, log[-2000:]
+    assert "Init parallel begin." not in log
 
 
 # --- signals and orphans ---------------------------------------------------------------------
@@ -277,6 +292,7 @@ def test_api_key_required_except_health(plain):
     assert plain.request("GET", "/v1/models")[0] == 401
     assert plain.request("POST", "/v1/completions", {"prompt": "x"})[0] == 401
     assert plain.request("GET", "/health")[0] == 200
+    assert plain.request("GET", "/ready")[0] == 200  # open like /health (utils/auth.py)
     assert plain.request("GET", "/model_info", headers=AUTH)[0] == 200
     assert plain.request("GET", "/metrics", headers=AUTH)[0] == 404  # no --enable-metrics
 
@@ -286,7 +302,9 @@ def test_info_endpoints(plain):
     assert info["model_path"] == KIMI and info["is_generation"] is True
     assert plain.json("GET", "/get_model_info", headers=AUTH) == info
     server = plain.json("GET", "/server_info", headers=AUTH)
-    assert server["tp_size"] == 2 and "api_key" not in server
+    # As real: the key holder gets the key and the command line back (build_server_info).
+    assert server["tp_size"] == 2 and server["api_key"] == AUTH["Authorization"][len("Bearer "):]
+    assert "--tp-size 2" in server["launch_command"] or "--tp 2" in server["launch_command"]
     assert "avg_spec_accept_length" not in server["internal_states"][0]
 
 
@@ -350,7 +368,10 @@ def test_speculative_chunks_meta_and_metrics(spec):
     assert "sglang:spec_accept_length{" in metrics and "sglang:generation_tokens_total{" in metrics
     gen = [float(line.split()[-1]) for line in metrics.splitlines()
            if line.startswith("sglang:generation_tokens_total")]
-    assert gen[0] >= 128
+    assert sum(gen) >= 128
+    verify = [float(line.split()[-1]) for line in metrics.splitlines()
+              if line.startswith("sglang:spec_verify_calls_total{")]
+    assert verify and 2.0 < sum(gen) / verify[0] <= 4.0, metrics
 
 
 # --- throughput ------------------------------------------------------------------------------

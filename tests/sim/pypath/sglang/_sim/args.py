@@ -1,4 +1,4 @@
-"""Command line: SGLang's own flags (the subset a launch uses) plus --sim-* knobs.
+"""Command line: SGLang's flags, parsed by real SGLang (tests/sim/realsglang.py), plus --sim-* knobs.
 
 Each --sim-* flag also reads an environment variable (SGLANG_SIM_<NAME>), so a
 simulated host can set it for every session without changing the launch command.
@@ -6,6 +6,7 @@ Precedence: flag > environment > --sim-profile.
 """
 import argparse
 import os
+import sys
 
 # Phase lengths in seconds, per profile.
 PROFILES = {
@@ -42,28 +43,8 @@ def env_name(name):
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="launch_server", allow_abbrev=False)
-    p.add_argument("--model-path", "--model", dest="model_path", required=True)
-    p.add_argument("--tokenizer-path", default=None)
-    p.add_argument("--served-model-name", default=None)
-    p.add_argument("--tp-size", "--tp", "--tensor-parallel-size", dest="tp_size", type=int, default=1)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=30000)
-    p.add_argument("--mem-fraction-static", type=float, default=None)
-    p.add_argument("--cuda-graph-max-bs", type=int, default=None)
-    p.add_argument("--max-running-requests", type=int, default=None)
-    p.add_argument("--enable-metrics", action="store_true")
-    p.add_argument("--api-key", default=None)
-    p.add_argument("--speculative-algorithm", default=None,
-                   choices=["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"])
-    p.add_argument("--speculative-draft-model-path", default=None)
-    p.add_argument("--speculative-num-steps", type=int, default=None)
-    p.add_argument("--speculative-eagle-topk", type=int, default=None)
-    p.add_argument("--speculative-num-draft-tokens", type=int, default=None)
-    p.add_argument("--trust-remote-code", action="store_true")
-    p.add_argument("--log-level", default="info",
-                   choices=["debug", "info", "warning", "error", "critical"])
-    p.add_argument("--random-seed", type=int, default=None)
+    """The simulator's own knobs (--sim-*); SGLang's flags go to the real parser."""
+    p = argparse.ArgumentParser(prog="sglang serve (simulator knobs)", allow_abbrev=False)
     p.add_argument("--sim-profile", default=os.environ.get("SGLANG_SIM_PROFILE", "fast"),
                    choices=sorted(PROFILES))
     for name, (typ, _default, help_) in SIM_VALUES.items():
@@ -73,6 +54,24 @@ def build_parser():
         p.add_argument("--sim-" + name.replace("_", "-"), dest="sim_" + name,
                        action="store_true", default=None, help=help_ + " (env %s=1)" % env_name(name))
     return p
+
+
+def split_sim(argv):
+    """(the --sim-* tokens, the rest in order): real SGLang has no --sim-* flag."""
+    switches = {"--sim-" + name.replace("_", "-") for name in SIM_SWITCHES}
+    sim, rest, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("--sim-"):
+            rest.append(arg)
+            i += 1
+        elif arg in switches or "=" in arg:
+            sim.append(arg)
+            i += 1
+        else:
+            sim += argv[i:i + 2]
+            i += 2
+    return sim, rest
 
 
 def _fill_sim(args, parser):
@@ -99,40 +98,51 @@ def _fill_sim(args, parser):
             setattr(args, attr, os.environ.get(env_name(name), "") not in ("", "0", "false"))
 
 
-def merge_config(argv):
-    """`--config FILE.yaml` as SGLang takes it: keys are flag names; the command line wins."""
-    if "--config" not in argv:
-        return list(argv)
-    at = argv.index("--config")
-    if at + 1 >= len(argv):
-        raise SystemExit("launch_server: error: argument --config: expected one argument")
-    path, rest = argv[at + 1], argv[:at] + argv[at + 2:]
-    import yaml
-    with open(path) as handle:
-        config = yaml.safe_load(handle) or {}
-    merged = []
-    for key, value in config.items():
-        flag = "--" + str(key).replace("_", "-")
-        if value is True:
-            merged.append(flag)
-        elif value not in (False, None):
-            merged += [flag, str(value)]
-    return merged + rest
+# The ServerArgs fields the simulator reads: its name -> the real field.
+FIELDS = {
+    "model_path": "model_path", "tokenizer_path": "tokenizer_path",
+    "served_model_name": "served_model_name", "tp_size": "tp_size", "dp_size": "dp_size",
+    "host": "host", "port": "port", "mem_fraction_static": "mem_fraction_static",
+    "cuda_graph_max_bs": "cuda_graph_max_bs_decode", "max_running_requests": "max_running_requests",
+    "enable_metrics": "enable_metrics", "api_key": "api_key",
+    "speculative_algorithm": "speculative_algorithm",
+    "speculative_draft_model_path": "speculative_draft_model_path",
+    "speculative_num_steps": "speculative_num_steps", "speculative_eagle_topk": "speculative_eagle_topk",
+    "speculative_num_draft_tokens": "speculative_num_draft_tokens",
+    "trust_remote_code": "trust_remote_code", "log_level": "log_level", "random_seed": "random_seed",
+    "tokenizer_worker_num": "tokenizer_worker_num",
+}
 
 
-def parse(argv):
-    """Return (args, unknown): unknown flags are reported by the caller, not fatal."""
+def _realsglang():
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    if here not in sys.path:
+        sys.path.insert(0, here)  # tests/sim: realsglang.py
+    import realsglang  # pylint: disable=import-outside-toplevel
+    return realsglang
+
+
+def parse(argv, entry="launch_server"):
+    """Return the simulator's args: SGLang's flags through real SGLang's own parser.
+
+    A command line real SGLang refuses ends here as it ends there: its message on stderr
+    and its exit code (2 from argparse; 1 and a traceback for an exception).
+    `args.server_args` is the real ServerArgs record (the log line, /server_info).
+    """
+    sim_argv, rest = split_sim(list(argv))
     parser = build_parser()
-    args, unknown = parser.parse_known_args(merge_config(argv))
-    if args.tp_size < 1:
-        parser.error("argument --tp-size: must be >= 1")
-    if args.port < 1 or args.port > 65535:
-        parser.error("argument --port: must be within 1..65535")
-    if args.mem_fraction_static is not None and not 0 < args.mem_fraction_static < 1:
-        parser.error("argument --mem-fraction-static: must be within (0, 1)")
+    args = parser.parse_args(sim_argv)
+    result = _realsglang().parse(rest, entry)
+    if result.code:
+        sys.stderr.write(result.message)
+        sys.stderr.flush()
+        raise SystemExit(result.code)
+    for name, field in FIELDS.items():
+        setattr(args, name, getattr(result.args, field))
+    args.server_args = result.args
     _fill_sim(args, parser)
     if args.tokenizer_path is None:
         args.tokenizer_path = args.model_path
     if args.served_model_name is None:
         args.served_model_name = args.model_path
-    return args, unknown
+    return args

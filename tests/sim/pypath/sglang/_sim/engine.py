@@ -32,6 +32,8 @@ class Request:
         self.spec_verify_ct = 0
         self.finish_reason = None
         self.aborted = False
+        self.streaming = False  # the is_streaming label of its metrics
+        self.log_metrics = True  # False for /health's probe, as real
         self.events = queue.SimpleQueue()  # (texts: list[str], finished: bool)
 
     def take(self, n):
@@ -50,10 +52,15 @@ class Request:
 
 
 class Stats:
+    """Counters as real SGLang keeps them: the request counters grow when a request finishes
+    (TokenizerMetricsCollector.observe_one_finished_request, sglang/srt/observability/
+    metrics_collector.py), per is_streaming label; spec_verify_calls by its spec_verify_ct.
+    spec_verify_total/spec_accepted_total are live, for the scheduler's gauges."""
+
     def __init__(self):
-        self.prompt_tokens_total = 0
-        self.generation_tokens_total = 0
-        self.requests_total = 0
+        # is_streaming ("true"/"false") -> [prompt tokens, generation tokens, requests]
+        self.finished = {"false": [0, 0, 0], "true": [0, 0, 0]}
+        self.spec_verify_calls_total = 0
         self.spec_verify_total = 0
         self.spec_accepted_total = 0
         self.running = 0
@@ -61,6 +68,19 @@ class Stats:
         self.gen_throughput = 0.0
         self.last_accept_length = 0.0
         self.last_accept_rate = 0.0
+
+    def finish(self, req):
+        if not req.log_metrics:
+            return
+        row = self.finished["true" if req.streaming else "false"]
+        row[0] += req.prompt_tokens
+        row[1] += req.completion_tokens
+        row[2] += 1
+        self.spec_verify_calls_total += req.spec_verify_ct
+
+    @property
+    def generation_tokens_total(self):
+        return sum(row[1] for row in self.finished.values())
 
     def avg_accept_rate(self, draft_tokens):
         """Share of drafted tokens accepted (the bonus token of each verify step excluded)."""
@@ -91,8 +111,6 @@ class Engine:
     def submit(self, req):
         with self._cond:
             self._waiting.append(req)
-            self.stats.requests_total += 1
-            self.stats.prompt_tokens_total += req.prompt_tokens
             self._cond.notify()
 
     def pending_rids(self):
@@ -150,8 +168,10 @@ class Engine:
                 self._log_decode(log, window, len(batch))
                 window = [time.monotonic(), 0, 0, 0]
             with self._cond:
+                for req in self._running:
+                    if req.finish_reason is not None:
+                        self.stats.finish(req)
                 self._running = [r for r in self._running if r.finish_reason is None and not r.aborted]
-                self.stats.generation_tokens_total += produced
 
     def _step(self, batch, window):
         produced = 0

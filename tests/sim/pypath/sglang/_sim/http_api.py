@@ -12,8 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang._sim import api, logs, metrics
 
-HEALTH_TIMEOUT_S = 20.0  # SGLang's health_generate waits this long for one token
-OPEN_PREFIXES = ("/health", "/metrics")  # SGLang's API-key middleware lets these through
+HEALTH_TIMEOUT_S = 20.0  # HEALTH_CHECK_TIMEOUT: health_generate waits this long for one token
+# Always open, key or not (sglang/srt/utils/auth.py decide_request_auth).
+OPEN_PREFIXES = ("/health", "/ready", "/metrics")
 
 
 def _dumps(obj):
@@ -71,7 +72,8 @@ class Handler(BaseHTTPRequestHandler):
         key = self.server.app.args.api_key
         if not key or self.path.startswith(OPEN_PREFIXES):
             return True
-        if self.headers.get("Authorization") == "Bearer " + key:
+        parts = (self.headers.get("Authorization") or "").split(" ", 1)
+        if len(parts) == 2 and parts[0].lower() == "bearer" and parts[1] == key:
             return True
         self.close_connection = True  # the unread body must not be taken for a request
         self._json(401, {"error": "Unauthorized"})
@@ -85,14 +87,20 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path in ("/health", "/health_generate"):
             return self._health()
+        if path == "/ready":  # http_server.py ready(): tokenizer_manager.is_ready()
+            return self._send(200 if app.ready.is_set() and not app.draining.is_set() else 503)
         if path in ("/model_info", "/get_model_info"):
             return self._json(200, app.model_info())
         if path in ("/server_info", "/get_server_info"):
+            if path == "/get_server_info":
+                logs.get().warning("Endpoint '/get_server_info' is deprecated and will be removed in a "
+                                   "future version. Please use '/server_info' instead.")
             return self._json(200, app.server_info())
         if path == "/v1/models":
             return self._json(200, app.models_list())
         if path == "/metrics" and app.args.enable_metrics:
-            text = metrics.render(app.engine.stats, app.args.served_model_name, app.draft_tokens())
+            text = metrics.render(app.engine.stats, app.args.served_model_name, app.draft_tokens(),
+                                  app.args.tp_size)
             return self._send(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
         self._json(404, {"detail": "Not Found"})
 
@@ -102,6 +110,9 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         kind = {"/v1/completions": "completion", "/v1/chat/completions": "chat",
                 "/generate": "generate"}.get(path)
+        if path == "/freeze_gc":  # the post-warm-up call (http_server.py _freeze_gc_after_server_warmup)
+            self._body()
+            return self._json(200, {"success": True})
         if kind is None:
             self._body()
             return self._json(404, {"detail": "Not Found"})
@@ -111,6 +122,7 @@ class Handler(BaseHTTPRequestHandler):
             if app.draining.is_set():
                 return self._json(503, {"error": {"message": "The server is shutting down."}})
             req = api.make_request(kind, body, app.args.sim_seed, app.args.sim_eos_prob)
+            req.streaming = bool(body.get("stream"))
         except api.BadRequest as exc:
             return self._json(400, {"object": "error", "message": str(exc), "type": "BadRequestError",
                                     "param": None, "code": 400})
@@ -126,11 +138,17 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- endpoints ------------------------------------------------------------------
     def _health(self):
+        """http_server.py health_generate: 503 while starting and during a graceful exit;
+        else one generated token within HEALTH_CHECK_TIMEOUT (generation is on by default)."""
         app = self.server.app
-        if not app.ready.is_set() or app.draining.is_set():
+        if app.draining.is_set():
+            logs.get().info("Health check request received during shutdown. Returning 503.")
+            return self._send(503)
+        if not app.ready.is_set():
             return self._send(503)
         req = api.make_request("generate", {"text": "health", "sampling_params": {"max_new_tokens": 1}},
                                0, 0.0)
+        req.log_metrics = False  # GenerateReqInput(..., log_metrics=False)
         app.engine.submit(req)
         try:
             req.events.get(timeout=HEALTH_TIMEOUT_S)

@@ -22,20 +22,19 @@ DRAFT_OVERHEAD_MIB = 2048  # drafter KV cache and its CUDA graphs, per rank
 LOG_DRAIN_EVERY_S = 5.0  # SGLang logs the drain state every 5 s
 
 
-def main(argv):
-    args, unknown = argsmod.parse(argv)  # a bad argument: argparse's message, exit 2
+def main(argv, entry="launch_server"):
+    """ENTRY: `launch_server` (python -m sglang.launch_server) or `serve` (sglang serve)."""
+    args = argsmod.parse(argv, entry)  # real SGLang's parser: its message and exit code
     log = logs.setup(args.log_level)
     if args.sim_hang_on_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # from the first moment, start-up included
-    if unknown:
-        log.warning("The simulator ignores these unrecognized arguments: %s", unknown)
     workers = None
     try:
         serverargs.resolve(args, log.warning)
         log.info(serverargs.log_line(args))
         target = models.load(args.model_path)
         draft = models.load(args.speculative_draft_model_path) if args.speculative_algorithm else None
-        gpu_ids = gpus.physical_ids(args.tp_size)
+        gpu_ids = gpus.physical_ids(args.tp_size * args.dp_size)
         if not gpus.fake_root() and not args.sim_real_gpu:
             log.warning("FAKE_NVML_ROOT is not set: no GPU memory is held")
         workers = Workers(args, _worker_conf(args, target, draft, gpu_ids), log)
@@ -58,11 +57,13 @@ def main(argv):
 
 def _worker_conf(args, target, draft, gpu_ids):
     phases = {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}
-    return {"parent_pid": os.getpid(), "tp_size": args.tp_size, "gpu_ids": gpu_ids,
+    return {"parent_pid": os.getpid(), "tp_size": args.tp_size, "dp_size": args.dp_size, "gpu_ids": gpu_ids,
             "mem_fraction_static": args.mem_fraction_static, "target": target, "draft": draft,
             "phases": phases, "orphan_workers": args.sim_orphan_workers,
             "hang_on_term": args.sim_hang_on_term, "real_gpu": args.sim_real_gpu,
             "log_level": args.log_level, "cuda_graph_max_bs": args.cuda_graph_max_bs,
+            "speculative": args.speculative_algorithm is not None,
+            "num_draft_tokens": args.speculative_num_draft_tokens, "eagle_topk": args.speculative_eagle_topk,
             "gpu_total_mib": args.sim_gpu_total_mib, "draft_overhead_mib": DRAFT_OVERHEAD_MIB}
 
 

@@ -1,8 +1,25 @@
-"""ServerArgs post-processing as SGLang does it: defaults, speculative checks, the log line."""
+"""ServerArgs resolution, imitated: the defaults and checks real resolution applies.
+
+Real SGLang resolves its record (sglang/srt/arg_groups/pipeline.py) with the model's
+config and the GPUs at hand; the simulator fills the few fields it runs on. Parsing is
+not here: real SGLang's own parser produced args.server_args (tests/sim/realsglang.py).
+"""
+
+import sys
 
 DEFAULT_MEM_FRACTION = 0.85
 DEFAULT_MAX_RUNNING = 4096
 SPEC_DEFAULTS = (3, 1, 4)  # steps, topk, draft tokens: SGLang's auto choice for EAGLE
+SIMULATED_SPEC = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+
+# Resolved value of each simulator field -> the real ServerArgs field it stands for.
+RESOLVED = {"tokenizer_path": "tokenizer_path", "served_model_name": "served_model_name",
+            "mem_fraction_static": "mem_fraction_static",
+            "max_running_requests": "max_running_requests",
+            "cuda_graph_max_bs": "cuda_graph_max_bs_decode",
+            "speculative_num_steps": "speculative_num_steps",
+            "speculative_eagle_topk": "speculative_eagle_topk",
+            "speculative_num_draft_tokens": "speculative_num_draft_tokens"}
 
 
 class ServerArgsError(ValueError):
@@ -11,6 +28,12 @@ class ServerArgsError(ValueError):
 
 def resolve(args, warn):
     """Fill what SGLang fills; raise what SGLang raises. warn(msg) logs a warning."""
+    if args.tp_size < 1 or args.dp_size < 1:
+        raise ServerArgsError("tp_size and dp_size must be >= 1")
+    if not 1 <= args.port <= 65535:
+        raise ServerArgsError("port must be within 1..65535, got %d" % args.port)
+    if args.mem_fraction_static is not None and not 0 < args.mem_fraction_static < 1:
+        raise ServerArgsError("mem_fraction_static must be within (0, 1)")
     if args.mem_fraction_static is None:
         args.mem_fraction_static = DEFAULT_MEM_FRACTION
     if args.max_running_requests is None:
@@ -19,8 +42,8 @@ def resolve(args, warn):
         args.cuda_graph_max_bs = 8 if args.speculative_algorithm else 256
     if args.speculative_algorithm is None:
         return args
-    if args.speculative_algorithm == "NGRAM":
-        raise ServerArgsError("--speculative-algorithm NGRAM is not simulated")
+    if args.speculative_algorithm not in SIMULATED_SPEC:
+        raise ServerArgsError("--speculative-algorithm %s is not simulated" % args.speculative_algorithm)
     if args.speculative_draft_model_path is None:
         raise ServerArgsError("--speculative-draft-model-path is required for --speculative-algorithm %s"
                               % args.speculative_algorithm)
@@ -40,14 +63,32 @@ def resolve(args, warn):
     return args
 
 
-def public(args):
-    """The fields /server_info reports and the `server_args=ServerArgs(...)` line shows."""
-    return {k: v for k, v in vars(args).items() if not k.startswith("sim_")}
+def _real():
+    return sys.modules.get("realsglang") or __import__("realsglang")
+
+
+def resolved_dict(args):
+    """Every real ServerArgs field, as given, with the simulator's resolved values over it
+    (real: ServerArgs.resolved_dict(), sglang/srt/server_args.py)."""
+    out = _real().as_dict(args.server_args)
+    for name, field in RESOLVED.items():
+        out[field] = getattr(args, name)
+    return out
 
 
 def log_line(args):
-    shown = dict(public(args))
-    if shown.get("api_key"):
-        shown["api_key"] = "***"  # the log may be shown to others
-    body = ", ".join("%s=%r" % kv for kv in shown.items())
-    return "server_args=ServerArgs(%s)" % body
+    """The start-up line, key and all, as real SGLang writes it:
+    logger.info(f"server_args={_server_args_for_logging(server_args)}")
+    (sglang/srt/entrypoints/engine.py, Engine._launch_subprocesses)."""
+    return "server_args=%r" % (resolved_dict(args),)
+
+
+def server_info(args):
+    """/server_info's configuration part: build_server_info (sglang/srt/utils/common.py):
+    resolved fields (api_key included) and launch_command, the argv as given."""
+    info = resolved_dict(args)
+    info["launch_command"] = args.server_args.launch_command
+    return info
+
+
+

@@ -17,7 +17,33 @@ def _common_start(title, conf):
     procs.term_stance(conf["hang_on_term"])
 
 
+def scheduler_prefix(rank, conf):
+    """The scheduler's log prefix: " DP{d}" with --dp, " TP{t}" only when tp > 1
+    (run_scheduler_process, sglang/srt/managers/scheduler.py)."""
+    tp = conf["tp_size"]
+    prefix = ""
+    if conf.get("dp_size", 1) > 1:
+        prefix += " DP%d" % (rank // tp)
+    if tp > 1:
+        prefix += " TP%d" % (rank % tp)
+    return prefix
+
+
+def scheduler_title(rank, conf):
+    # setproctitle.setproctitle(f"sglang::scheduler{prefix.replace(' ', '_')}")
+    # (sglang/srt/managers/scheduler.py): sglang::scheduler at TP1, sglang::scheduler_TP3 ...
+    return "sglang::scheduler" + scheduler_prefix(rank, conf).replace(" ", "_")
+
+
+def run_data_parallel_controller(conf, conn):
+    # setproctitle("sglang::data_parallel_controller") (sglang/srt/managers/data_parallel_controller.py)
+    _common_start("sglang::data_parallel_controller", conf)
+    conn.send({"status": "ready"})
+    procs.idle_until_released(conn, conf["orphan_workers"])
+
+
 def run_detokenizer(conf, conn):
+    # setproctitle("sglang::detokenizer") (sglang/srt/managers/detokenizer_manager.py)
     _common_start("sglang::detokenizer", conf)
     logs.setup(conf["log_level"])
     conn.send({"status": "ready"})
@@ -38,8 +64,8 @@ class _Barrier:
 
 def run_scheduler(rank, conf, conn):
     barrier = _Barrier(conn)
-    _common_start("sglang::scheduler_TP%d" % rank, conf)
-    log = logs.setup(conf["log_level"], "TP%d" % rank)
+    _common_start(scheduler_title(rank, conf), conf)
+    log = logs.setup(conf["log_level"], scheduler_prefix(rank, conf).strip())
     keep = None
     try:
         keep, info = _start(rank, conf, barrier, log)
@@ -59,13 +85,17 @@ def _gib(mib):
 
 
 def _start(rank, conf, barrier, log):
-    """The scheduler's start-up phases; returns (what keeps the GPU memory, info for rank 0)."""
+    """The scheduler's start-up phases; returns (what keeps the GPU memory, info for rank 0).
+
+    Each line is the real 0.5.23 format; the comment names its emitter (under sglang/srt/).
+    """
     gpu = conf["gpu_ids"][rank]
     target, draft = conf["target"], conf["draft"]
     frac, tp = conf["mem_fraction_static"], conf["tp_size"]
     ph = conf["phases"]
+    first_tp_rank = rank % tp == 0  # log_info_on_rank0 (utils/common.py)
 
-    log.info("Init torch distributed begin.")
+    log.info("Init parallel begin.")  # distributed/bootstrap.py init_parallel_runtime
     time.sleep(ph["init"])
     mem = gpus.memory_mib(gpu)
     total, free = mem if mem else (conf["gpu_total_mib"], conf["gpu_total_mib"])
@@ -76,17 +106,18 @@ def _start(rank, conf, barrier, log):
                              "processes. min_per_gpu_memory=%.2f, local_gpu_memory=%.2f, "
                              "local_gpu_memory * 0.9=%.2f" % (_gib(min_free), _gib(free), _gib(free) * 0.9))
     barrier.wait()  # like torch.distributed init: no rank holds memory before all have checked
-    log.info("Init torch distributed ends. elapsed=%.2f s, mem usage=0.00 GB", ph["init"])
+    log.info("Init parallel ends. elapsed=%.2f s", ph["init"])  # distributed/bootstrap.py
 
     weights_mib = target.total_bytes / tp / (1 << 20)
     static_mib = frac * total
+    # model_executor/model_runner.py ModelRunner.load_model
     log.info("Load weight begin. avail mem=%.2f GB", _gib(free))
     time.sleep(ph["load"])
     if total and weights_mib > free:
         raise torcherrors.OutOfMemoryError(torcherrors.oom_message(
             rank, _gib(weights_mib), _gib(total), _gib(free), _gib(total - free)))
-    log.info("Load weight end. type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB.",
-             target.architecture, _gib(free - weights_mib), _gib(weights_mib))
+    log.info("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB.",
+             ph["load"], target.architecture, _gib(free - weights_mib), _gib(weights_mib))
 
     kv_mib = static_mib - weights_mib
     if total and kv_mib <= 0:
@@ -94,32 +125,49 @@ def _start(rank, conf, barrier, log):
     time.sleep(ph["kv"])
     per_token = KV_BYTES_PER_TOKEN_PER_LAYER * max(target.num_layers, 1)
     tokens = int(kv_mib * (1 << 20) / per_token) if total else 1 << 20
-    log.info("KV Cache is allocated. #tokens: %d, KV size: %.2f GB", tokens, _gib(kv_mib))
+    # mem_cache/memory_pool.py _finalize_allocation_log
+    log.info("KV Cache is allocated. dtype: torch.bfloat16, #tokens: %d, KV size: %.2f GB",
+             tokens, _gib(kv_mib))
+    # mem_cache/kv_cache_configurator.py
     log.info("Memory pool end. avail mem=%.2f GB", _gib(free - static_mib))
 
     need_mib = static_mib
     if draft is not None:
         draft_mib = draft.total_bytes / tp / (1 << 20) + conf["draft_overhead_mib"]
-        log.info("Load weight begin. avail mem=%.2f GB", _gib(free - static_mib))
+        log.info("Load weight begin. avail mem=%.2f GB", _gib(free - static_mib))  # the draft's ModelRunner
         if total and static_mib + draft_mib > free:
             raise torcherrors.OutOfMemoryError(torcherrors.oom_message(
                 rank, _gib(draft_mib), _gib(total), _gib(free - static_mib), _gib(total - free)))
         need_mib += draft_mib
-        log.info("Load weight end. type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB.",
-                 draft.architecture, _gib(free - need_mib), _gib(draft_mib))
+        log.info("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB.",
+                 0.0, draft.architecture, _gib(free - need_mib), _gib(draft_mib))
     keep = _hold(rank, gpu, need_mib, total, free, conf)
+    avail = _gib(free - need_mib)
 
     bs = [b for b in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256)
           if b <= conf["cuda_graph_max_bs"]]
-    log.info("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB",
-             _gib(free - need_mib))
-    log.info("Capture cuda graph bs %s", bs)
-    time.sleep(ph["graph"])
+    target_s = ph["graph"] * (0.6 if draft is not None else 1.0)
+    # model_executor/model_runner_components/cuda_graph_setup.py capture_decode_graph:
+    # "verify" when speculative (num_tokens_per_req: the draft tokens), else "decode".
+    name, per_req = ("target verify", conf["num_draft_tokens"]) if conf["speculative"] else ("target decode", 1)
+    log.info("Capture %s CUDA graph begin. backend=full, num_tokens_per_req=%d, avail mem=%.2f GB",
+             name, per_req, avail)
+    time.sleep(target_s)
+    log.info("Capture %s CUDA graph end. bs=%s, elapsed=%.2f s, mem usage=0.00 GB, avail mem=%.2f GB.",
+             name, bs, target_s, avail)
     if draft is not None:
         models.check_drafter(target, draft)
-    log.info("Capture cuda graph end. Time elapsed: %.2f s. mem usage=0.00 GB. avail mem=%.2f GB.",
-             ph["graph"], _gib(free - need_mib))
-    return keep, {"max_total_num_tokens": tokens, "avail_gb": _gib(free - need_mib)}
+        draft_s = (ph["graph"] - target_s) / 2
+        for phase, per_req in (("decode", conf["eagle_topk"]), ("extend", conf["num_draft_tokens"])):
+            # speculative/eagle_worker_v2.py, rank 0 only (log_info_on_rank0)
+            if first_tp_rank:
+                log.info("Capture draft %s CUDA graph begin. backend=full, num_tokens_per_req=%d, bs=%s, "
+                         "avail mem=%.2f GB", phase, per_req, bs, avail)
+            time.sleep(draft_s)
+            if first_tp_rank:
+                log.info("Capture draft %s CUDA graph end. elapsed=%.2f s, mem usage=0.00 GB, "
+                         "avail mem=%.2f GB.", phase, draft_s, avail)
+    return keep, {"max_total_num_tokens": tokens, "avail_gb": avail}
 
 
 def _hold(rank, gpu, need_mib, total, free, conf):

@@ -25,7 +25,9 @@ class Workers:
         self._ending = threading.Event()
 
     def start(self):
-        for rank in range(self.args.tp_size):
+        if self.args.dp_size > 1:
+            self._spawn("data_parallel_controller", worker.run_data_parallel_controller, (self.conf,))
+        for rank in range(self.args.tp_size * self.args.dp_size):
             self._spawn("scheduler_%d" % rank, worker.run_scheduler, (rank, self.conf))
         self._spawn("detokenizer", worker.run_detokenizer, (self.conf,))
 
@@ -38,7 +40,8 @@ class Workers:
 
     def wait_ready(self):
         """Run the handshake: all ranks reach the barrier, then all report ready."""
-        tp = self.args.tp_size
+        ranks = {i for i, (name, _p, _c) in enumerate(self.procs) if name.startswith("scheduler_")}
+        first = min(ranks)
         conns = {conn: (i, name, proc) for i, (name, proc, conn) in enumerate(self.procs)}
         at_barrier, ready, info = set(), set(), {}
         while len(ready) < len(self.procs):
@@ -52,13 +55,13 @@ class Workers:
                     raise StartupFailed("Initialization failed. Please see the error messages above.")
                 if msg["status"] == "barrier":
                     at_barrier.add(i)
-                    if len(at_barrier) == tp:
+                    if at_barrier == ranks:
                         for c, (j, _n, _p) in conns.items():
-                            if j < tp:
+                            if j in ranks:
                                 c.send("go")
                 elif msg["status"] == "ready":
                     ready.add(i)
-                    if i == 0:
+                    if i == first:
                         info = msg
         return info
 
@@ -71,8 +74,8 @@ class Workers:
             except (EOFError, OSError):
                 pass
         proc.join(1)
-        self.log.error("Rank %d scheduler is dead. Please check if there are relevant logs." % i
-                       if name.startswith("scheduler") else "Detokenizer is dead.")
+        self.log.error("Rank %d scheduler is dead. Please check if there are relevant logs."
+                       % int(name.split("_")[1]) if name.startswith("scheduler") else "Detokenizer is dead.")
         self.log.error("Exit code: %s", proc.exitcode)
         raise StartupFailed("Initialization failed. Please see the error messages above.")
 
