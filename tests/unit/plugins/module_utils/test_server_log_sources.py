@@ -10,7 +10,8 @@ matches it. A release that rewords a line fails here, not on a host after a 20-m
 
 Where the packages are: $GPUFLEET_REAL_SGLANG / $GPUFLEET_REAL_VLLM (a directory holding
 `sglang/` or `vllm/`, e.g. a `pip install --no-deps --target DIR sglang==0.5.23`), else the
-distribution installed in this interpreter. Sources only: nothing of sglang is imported.
+distribution installed in this interpreter, else build/sglang-real (`make setup` installs the
+pinned sglang there). Sources only: nothing of sglang is imported.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
+REPO = pathlib.Path(__file__).resolve().parents[4]
+sys.path.insert(0, str(REPO / "build" / "collections"))
 
 from ansible_collections.gpufleet.serving.plugins.module_utils import _drafter  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils import _server_log as log  # noqa: E402
@@ -36,15 +38,25 @@ def package_dir(name):
     """(directory of the package's sources, version) or (None, reason)."""
     override = os.environ.get("GPUFLEET_REAL_" + name.upper())
     if override:
-        root = pathlib.Path(override)
-        infos = sorted(root.glob("%s-*.dist-info" % name))
-        version = infos[-1].name[len(name) + 1:-len(".dist-info")] if infos else None
-        return root / name, version
+        return package_dir_at(pathlib.Path(override), name)
     try:
         dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
-        return None, "%s is not installed (set GPUFLEET_REAL_%s to a --target install)" % (name, name.upper())
-    return pathlib.Path(dist.locate_file(name)), dist.version
+        pass
+    else:
+        return pathlib.Path(dist.locate_file(name)), dist.version
+    # `make setup` installs the pinned real sglang here (requirements-sglang.txt, --no-deps).
+    build = REPO / "build" / ("%s-real" % name)
+    if (build / name).is_dir():
+        return package_dir_at(build, name)
+    return None, "%s is not installed (make setup; or set GPUFLEET_REAL_%s to a --target install)" % (
+        name, name.upper())
+
+
+def package_dir_at(root, name):
+    infos = sorted(root.glob("%s-*.dist-info" % name))
+    version = infos[-1].name[len(name) + 1:-len(".dist-info")] if infos else None
+    return root / name, version
 
 
 def sources(name):
