@@ -72,7 +72,7 @@ EXAMPLES = r"""
 - name: Start a server under its own session
   gpufleet.serving.server_process:
     state: started
-    argv: [/opt/sglang/bin/python, -m, sglang.launch_server, --model-path, /models/kimi, --port, "30000"]
+    argv: [/opt/sglang/bin/sglang, serve, --model-path, /models/kimi, --port, "30000"]
     log_path: /var/log/sglang/sglang-30000.log
     state_file: /var/lib/gpufleet-serving/sglang-30000.json
     listen_host: 127.0.0.1
