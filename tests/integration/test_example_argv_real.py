@@ -11,6 +11,7 @@ fails here with SGLang's own message.
 """
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -92,7 +93,7 @@ def render(tmp_path, key):
              "secret_content": role_secret_content()}
     if key:
         extra["sglang_server_api_key"] = key
-    proc = __import__("subprocess").run(
+    proc = subprocess.run(
         [os.path.join(VENV_BIN, "ansible-playbook"), "-i", INVENTORY, "-e", json.dumps(extra), str(playbook)],
         cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]

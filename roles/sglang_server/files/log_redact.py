@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -46,7 +46,7 @@ def load_secrets(path):
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ValueError(str(exc))
+            raise ValueError(str(exc)) from exc
     values = data.values() if isinstance(data, dict) else []
     secrets = set()
     for value in values:

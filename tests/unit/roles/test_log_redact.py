@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import pathlib
 import signal
@@ -29,8 +30,8 @@ def secrets_of(tmp_path, text):
 
 
 def test_every_spelling_of_the_key_is_a_secret(tmp_path):
-    secrets = secrets_of(tmp_path, "api-key: %s\n" % __import__("json").dumps(KEY))
-    data = ("plain %s | dict %r | json %s\n" % (KEY, {"api_key": KEY}, __import__("json").dumps(KEY))).encode()
+    secrets = secrets_of(tmp_path, "api-key: %s\n" % json.dumps(KEY))
+    data = ("plain %s | dict %r | json %s\n" % (KEY, {"api_key": KEY}, json.dumps(KEY))).encode()
     out = redact.redact(data, secrets)
     assert KEY.encode() not in out and repr(KEY)[1:-1].encode() not in out
     assert out.count(redact.REDACTED.encode()) == 3

@@ -29,6 +29,7 @@ REPO = pathlib.Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(REPO / "build" / "collections"))
 
 from ansible_collections.gpufleet.serving.plugins.module_utils import _drafter  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils import _patterns  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils import _server_log as log  # noqa: E402
 
 TESTED = {"sglang": "0.5.23", "vllm": "0.33.0"}
@@ -193,7 +194,6 @@ def test_sglang_flavor_marker_of_the_server_args_line():
 
 
 def test_real_killall_patterns_are_the_default_kill_set():
-    from ansible_collections.gpufleet.serving.plugins.module_utils import _patterns  # noqa: E402
     root, _version = sources("sglang")
     killall = (root / "cli/killall.py").read_text()
     (real,) = re.findall(r'r"(sglang::[^"]*)"', killall)
