@@ -187,6 +187,8 @@ def test_api_key_secret_loopback_and_file_modes(request, tmp_path):
         # Real SGLang logs the key (server_args=...): the log has the line, with the key masked.
         log_text = (log_dir / ("sglang-%d.log" % port)).read_text()
         assert "server_args=" in log_text and "<redacted>" in log_text
+        # Launched through the entry point 0.5.23 recommends: no deprecation warning.
+        assert "is still supported, but 'sglang serve' is the recommended entrypoint" not in log_text
 
         # The server enforces the key.
         base = "http://127.0.0.%d:%d" % (index + 1, port)
