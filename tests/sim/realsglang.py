@@ -17,6 +17,7 @@ transformers patches, torch and FlashInfer) is never run. torch and triton are s
 import collections
 import contextlib
 import io
+import logging
 import os
 import sys
 import traceback
@@ -130,6 +131,8 @@ def parse(argv, entry="launch_server"):
         raise ValueError("entry must be one of %s" % (ENTRIES,))
     real = server_args_module()
     out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             args = real.prepare_server_args(serve_argv(list(argv)) if entry == "serve" else list(argv))
@@ -139,17 +142,10 @@ def parse(argv, entry="launch_server"):
     except Exception:  # noqa: BLE001 - an uncaught exception: Python prints it and exits 1
         return Result(None, 1, out.getvalue() + err.getvalue() + traceback.format_exc())
     finally:
-        _restore_logging()
+        # prepare_server_args calls logging.basicConfig(force=True): put the caller's back.
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
     return Result(args, 0, out.getvalue() + err.getvalue())
-
-
-def _restore_logging():
-    """prepare_server_args calls logging.basicConfig(force=True) on stderr as it was then."""
-    import logging  # pylint: disable=import-outside-toplevel
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        if getattr(handler, "stream", None) is not None and isinstance(handler.stream, io.StringIO):
-            root.removeHandler(handler)
 
 
 def field_names(args):

@@ -133,9 +133,10 @@ def parse(argv, entry="launch_server"):
     parser = build_parser()
     args = parser.parse_args(sim_argv)
     result = _realsglang().parse(rest, entry)
-    if result.code:
-        sys.stderr.write(result.message)
-        sys.stderr.flush()
+    if result.args is None:  # refused (argparse writes to stderr), or --help (exit 0, stdout)
+        stream = sys.stderr if result.code else sys.stdout
+        stream.write(result.message)
+        stream.flush()
         raise SystemExit(result.code)
     for name, field in FIELDS.items():
         setattr(args, name, getattr(result.args, field))

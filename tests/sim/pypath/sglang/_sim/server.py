@@ -14,7 +14,7 @@ import traceback
 
 from sglang._sim import args as argsmod
 from sglang._sim import engine as enginemod
-from sglang._sim import gpus, http_api, logs, models, perf, serverargs, warmup
+from sglang._sim import gpus, http_api, logs, models, perf, ports, serverargs, warmup
 from sglang._sim.app import App
 from sglang._sim.workers import Workers
 
@@ -31,6 +31,7 @@ def main(argv, entry="launch_server"):
     workers = None
     try:
         serverargs.resolve(args, log.warning)
+        held_ports = ports.reserve(args, log)  # noqa: F841 - open for the server's lifetime
         log.info(serverargs.log_line(args))
         target = models.load(args.model_path)
         draft = models.load(args.speculative_draft_model_path) if args.speculative_algorithm else None

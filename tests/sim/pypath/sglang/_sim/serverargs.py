@@ -4,7 +4,6 @@ Real SGLang resolves its record (sglang/srt/arg_groups/pipeline.py) with the mod
 config and the GPUs at hand; the simulator fills the few fields it runs on. Parsing is
 not here: real SGLang's own parser produced args.server_args (tests/sim/realsglang.py).
 """
-
 import sys
 
 DEFAULT_MEM_FRACTION = 0.85
@@ -64,7 +63,8 @@ def resolve(args, warn):
 
 
 def _real():
-    return sys.modules.get("realsglang") or __import__("realsglang")
+    """tests/sim/realsglang.py, already imported by the args parser (args.py)."""
+    return sys.modules["realsglang"]
 
 
 def resolved_dict(args):
@@ -89,6 +89,3 @@ def server_info(args):
     info = resolved_dict(args)
     info["launch_command"] = args.server_args.launch_command
     return info
-
-
-

@@ -42,6 +42,16 @@ def run_data_parallel_controller(conf, conn):
     procs.idle_until_released(conn, conf["orphan_workers"])
 
 
+def run_tokenizer_worker(conf, conn):
+    # With --tokenizer-worker-num N > 1, each HTTP worker's TokenizerWorker sets
+    # setproctitle(f"sglang::tokenizer_worker:{os.getpid()}") (sglang/srt/managers/
+    # multi_tokenizer_mixin.py). Imitation: the simulator serves HTTP from the main process;
+    # these processes only carry the titles.
+    _common_start("sglang::tokenizer_worker:%d" % os.getpid(), conf)
+    conn.send({"status": "ready"})
+    procs.idle_until_released(conn, conf["orphan_workers"])
+
+
 def run_detokenizer(conf, conn):
     # setproctitle("sglang::detokenizer") (sglang/srt/managers/detokenizer_manager.py)
     _common_start("sglang::detokenizer", conf)

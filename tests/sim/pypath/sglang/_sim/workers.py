@@ -30,6 +30,9 @@ class Workers:
         for rank in range(self.args.tp_size * self.args.dp_size):
             self._spawn("scheduler_%d" % rank, worker.run_scheduler, (rank, self.conf))
         self._spawn("detokenizer", worker.run_detokenizer, (self.conf,))
+        if (self.args.tokenizer_worker_num or 1) > 1:
+            for index in range(self.args.tokenizer_worker_num):
+                self._spawn("tokenizer_worker_%d" % index, worker.run_tokenizer_worker, (self.conf,))
 
     def _spawn(self, name, target, args):
         ours, theirs = self.ctx.Pipe()
@@ -74,8 +77,11 @@ class Workers:
             except (EOFError, OSError):
                 pass
         proc.join(1)
-        self.log.error("Rank %d scheduler is dead. Please check if there are relevant logs."
-                       % int(name.split("_")[1]) if name.startswith("scheduler") else "Detokenizer is dead.")
+        if name.startswith("scheduler"):
+            self.log.error("Rank %d scheduler is dead. Please check if there are relevant logs.",
+                           int(name.split("_")[1]))
+        else:
+            self.log.error("%s is dead.", name.replace("_", " ").capitalize())
         self.log.error("Exit code: %s", proc.exitcode)
         raise StartupFailed("Initialization failed. Please see the error messages above.")
 

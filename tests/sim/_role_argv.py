@@ -1,0 +1,93 @@
+"""The launch command lines the roles compose, rendered from the role files themselves.
+
+Ansible's own templar evaluates, in task order, the set_fact and include_role expressions
+of roles/eagle_drafter/tasks/main.yml and roles/sglang_server/tasks/command.yml, and the
+secret --config file's content from roles/sglang_server/tasks/launch.yml, over the role
+defaults and an inventory's group_vars. No play runs, so this takes well under a second
+and follows any change to those files.
+"""
+import glob
+import os
+
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROLES = os.path.join(REPO, "roles")
+EXAMPLE = os.path.join(REPO, "inventories", "example-blackwell")
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _trusted(value):
+    """Role files and group_vars are trusted templates in Ansible; plain YAML is not."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {k: _trusted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_trusted(v) for v in value]
+    return value
+
+
+def _render(variables, expr):
+    return Templar(loader=DataLoader(), variables=variables).template(_trusted(expr))
+
+
+def _set_facts(variables, tasks_file, only=None):
+    for task in _load(tasks_file):
+        facts = task.get("ansible.builtin.set_fact")
+        if facts:
+            for name, expr in facts.items():
+                if only is None or name in only:
+                    variables[name] = _render(variables, expr)
+        include = task.get("ansible.builtin.include_role")
+        if include and task.get("vars"):
+            rendered = {k: _render(variables, v) for k, v in task["vars"].items()}
+            variables.update(rendered)
+
+
+def inventory_vars(inventory=EXAMPLE):
+    """Role defaults, then the inventory's group_vars (the later file wins)."""
+    variables = {}
+    for role in ("sglang_server", "eagle_drafter"):
+        variables.update(_load(os.path.join(ROLES, role, "defaults", "main.yml")) or {})
+    for path in sorted(glob.glob(os.path.join(inventory, "group_vars", "*.yml"))):
+        variables.update(_load(path) or {})
+    return variables
+
+
+def render(eagle=False, api_key="", overrides=None, inventory=EXAMPLE):
+    """(argv, secret config text or None) the roles launch for this inventory."""
+    variables = _trusted(inventory_vars(inventory))
+    variables.update(_trusted(dict(overrides or {})))
+    variables["sglang_server_api_key"] = api_key
+    variables.setdefault("ansible_facts", {"service_mgr": "systemd"})
+    if eagle:
+        tasks = os.path.join(ROLES, "eagle_drafter", "tasks", "main.yml")
+        _set_facts(variables, tasks)
+    command = os.path.join(ROLES, "sglang_server", "tasks", "command.yml")
+    _set_facts(variables, command, only={"_sglang_server_secret_config", "_sglang_server_argv"})
+    secret = None
+    if api_key:
+        for task in _load(os.path.join(ROLES, "sglang_server", "tasks", "launch.yml")):
+            copy = task.get("ansible.builtin.copy") or {}
+            if copy.get("dest") == "{{ _sglang_server_secret_config }}":
+                secret = _render(variables, copy["content"])
+    return [str(a) for a in variables["_sglang_server_argv"]], secret
+
+
+def split_entry(argv):
+    """(entry, flags) of a launch argv: `PY -m sglang.launch_server ...` or `... sglang serve ...`."""
+    if argv[1:3] == ["-m", "sglang.launch_server"]:
+        return "launch_server", argv[3:]
+    for i, arg in enumerate(argv[:-1]):
+        if os.path.basename(arg) == "sglang" and argv[i + 1] == "serve":
+            return "serve", argv[i + 2:]
+    if argv[1:4] == ["-m", "sglang.cli.main", "serve"]:
+        return "serve", argv[4:]
+    raise ValueError("not an SGLang launch: %r" % (argv,))
