@@ -3,7 +3,8 @@
 roles/sglang_server/tasks/version.yml runs in ansible-playbook on localhost with
 `sglang_server_python` set to: the simulated hosts' interpreter (its sglang is 0.5.23, the
 tested version: no warning), a stand-in interpreter that reports another version, and an
-interpreter without sglang (version unknown). The play goes on in every case.
+interpreter without sglang (version unknown). The play goes on in every case; only an entry
+point that does not exist stops it, naming the variable that fixes it.
 """
 import json
 import os
@@ -22,6 +23,14 @@ PLAYBOOK = """\
   hosts: localhost
   gather_facts: false
   tasks:
+    - name: Compose the launch (the entry point)
+      ansible.builtin.include_role:
+        name: gpufleet.serving.sglang_server
+        tasks_from: command
+        public: true
+      vars:
+        sglang_server_model_path: /models/m
+        sglang_server_supervisor: process
     - name: Compare
       ansible.builtin.include_role:
         name: gpufleet.serving.sglang_server
@@ -33,14 +42,16 @@ PLAYBOOK = """\
 """
 
 
-def run(tmp_path, python):
+def run(tmp_path, python, rc=0, **more):
     playbook = tmp_path / "version.yml"
     playbook.write_text(PLAYBOOK)
+    extra = {"sglang_server_python": python, "sglang_server_entry_point": python}
+    extra.update(more)
     proc = subprocess.run(
         [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
-         "-e", json.dumps({"sglang_server_python": python}), str(playbook)],
+         "-e", json.dumps(extra), str(playbook)],
         cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == rc, proc.stdout + proc.stderr
     return proc.stdout
 
 
@@ -72,3 +83,10 @@ def test_an_unreadable_version_warns_and_goes_on(tmp_path):
     assert "WARNING: localhost has sglang unknown" in out
     assert "Reading it failed: ModuleNotFoundError: No module named 'sglang'" in out
     assert "VERSION-READ=unknown" in out
+
+
+def test_a_missing_entry_point_fails_with_the_fix(tmp_path):
+    python = str(tmp_path / "venv" / "bin" / "python")
+    out = run(tmp_path, PYTHON, rc=2, sglang_server_python=python, sglang_server_entry_point="")
+    assert "The SGLang entry point %s does not exist" % (tmp_path / "venv" / "bin" / "sglang") in out
+    assert "Set sglang_server_entry_point" in out
