@@ -17,6 +17,10 @@ description:
     requests and end its workers), SIGKILL to it and whatever is left of its process group after
     O(stop_timeout).
   - The supervisor behind P(gpufleet.serving.sglang_server#role) on hosts without systemd.
+  - The log file is created with mode 0640 (the previous one kept as C(LOG.1)). A server that prints a
+    secret should run behind a filter; with an API key the role starts its C(log_redact.py) as O(argv)
+    (C(log_redact.py SECRETS_FILE -- sglang serve ...)), which passes SIGTERM on to the server and
+    writes the server's output with the key replaced by C(<redacted>).
 author:
   - gpufleet.serving maintainers (@gpufleet)
 requirements:
