@@ -10,8 +10,14 @@ import os
 
 from ._errors import InvalidInput
 
-EAGLE3_ARCHITECTURES = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle",
-                        "Eagle3DeepseekV2ForCausalLM", "Qwen3ForCausalLMEagle3")
+# The EAGLE-3 draft classes sglang 0.5.23 registers (EntryClass in sglang/srt/models/):
+# llama_eagle3.py and kimi_k25_eagle3.py. SGLang loads a drafter by its config's
+# `architectures`, so any other name fails only after the target's long load.
+EAGLE3_ARCHITECTURES = ("LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM")
+# Its EAGLE-1/2 draft classes (llama_eagle.py, qwen2_eagle.py, mistral_eagle.py,
+# mistral_large_3_eagle.py): drafters for --speculative-algorithm EAGLE, not EAGLE3.
+EAGLE_ARCHITECTURES = ("LlamaForCausalLMEagle", "Qwen2ForCausalLMEagle", "MistralForCausalLMEagle",
+                       "MistralLarge3ForCausalLMEagle")
 
 
 def load_config(model_path, role):
@@ -43,12 +49,25 @@ def check_speculative_numbers(num_steps, eagle_topk, num_draft_tokens):
                                "num_steps=%d (expected %d)" % (num_draft_tokens, num_steps, num_steps + 1))
 
 
+def check_architectures(archs):
+    """Refuse a drafter whose architectures SGLang does not load as an EAGLE-3 draft model."""
+    if any(a in EAGLE3_ARCHITECTURES for a in archs):
+        return
+    expected = " or ".join(EAGLE3_ARCHITECTURES)
+    older = [a for a in archs if a in EAGLE_ARCHITECTURES]
+    if older:
+        raise InvalidInput("drafter architectures=%s is an EAGLE-1/2 drafter, not an EAGLE-3 one: SGLang's "
+                           "--speculative-algorithm EAGLE3 needs a drafter trained for EAGLE-3 (architectures %s); "
+                           "use an EAGLE-3 drafter for this target, or run this one with "
+                           "--speculative-algorithm EAGLE" % (archs, expected))
+    raise InvalidInput("drafter architectures=%s is not an EAGLE-3 architecture SGLang registers "
+                       "(expected %s)" % (archs, expected))
+
+
 def check_pair(drafter, target):
     """Raise InvalidInput naming the field and both values at the first mismatch."""
     archs = drafter.get("architectures") or []
-    if not any(a in EAGLE3_ARCHITECTURES or "Eagle3" in a for a in archs):
-        raise InvalidInput("drafter architectures=%s is not an EAGLE-3 architecture (expected e.g. %s)"
-                           % (archs, EAGLE3_ARCHITECTURES[0]))
+    check_architectures(archs)
     for field in ("hidden_size", "vocab_size"):
         if drafter.get(field) != target.get(field):
             raise InvalidInput("%s differs: drafter %s=%s, target %s=%s"

@@ -14,9 +14,10 @@ import re
 
 from ._errors import InvalidInput
 
-# SGLang's own kill set (scripts/killall_sglang.sh in the sglang repository).
+# SGLang's own kill set (sglang 0.5.23: sglang/cli/killall.py, which also matches the
+# `sglang serve` entry point; older: scripts/killall_sglang.sh).
 SGLANG_PATTERNS = [r"sglang::", r"sglang\.launch_server", r"sglang\.bench",
-                   r"sglang\.data_parallel", r"sglang\.srt", r"sgl_diffusion::"]
+                   r"sglang\.data_parallel", r"sglang\.srt", r"sgl_diffusion::", r"sglang serve"]
 
 # Command lines found on almost any GPU host that no server pattern should hit.
 # A pattern matching one of them would take out shells, daemons or notebooks.

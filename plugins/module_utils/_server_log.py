@@ -31,36 +31,56 @@ PHASES = (
 )
 
 # (flavor or None for both, phase, pattern). First matching rule wins.
+# The SGLang and vLLM patterns are built from the format strings of the versions the
+# collection is tested against (sglang 0.5.23, vLLM 0.33.0; source files named beside each
+# rule); tests/unit/plugins/module_utils/test_server_log_sources.py reads those format
+# strings from the installed wheels. Older spellings are kept as alternatives.
 _PHASE_RULES = (
-    # SGLang (python/sglang/srt/model_executor/model_runner.py, http_server.py)
-    ("sglang", "init", re.compile(r"Init torch distributed begin")),
+    # sglang/srt/distributed/bootstrap.py: "Init parallel begin." (older: "Init torch distributed begin.")
+    ("sglang", "init", re.compile(r"Init (?:parallel|torch distributed) begin")),
+    # sglang/srt/model_executor/model_runner.py: f"Load weight begin. avail mem=..." / f"Load weight end. "
     ("sglang", "loading_weights", re.compile(r"Load weight begin")),
     ("sglang", "weights_loaded", re.compile(r"Load weight end")),
+    # sglang/srt/mem_cache/memory_pool.py: f"{label} KV Cache is allocated. dtype: ..."
     ("sglang", "kv_cache", re.compile(r"KV Cache is allocated")),
-    ("sglang", "cuda_graph", re.compile(r"Capture cuda graph begin")),
-    ("sglang", "cuda_graph_done", re.compile(r"Capture cuda graph end")),
+    # sglang/srt/model_executor/model_runner_components/cuda_graph_setup.py:
+    # f"Capture {target|draft} {decode|verify|prefill} CUDA graph begin." / "... end."
+    # (older: "Capture cuda graph begin."); the first begin and the first end count.
+    ("sglang", "cuda_graph", re.compile(r"Capture (?:[\w-]+ )*?(?:cuda|CUDA) graph begin")),
+    ("sglang", "cuda_graph_done", re.compile(r"Capture (?:[\w-]+ )*?(?:cuda|CUDA) graph end")),
+    # sglang/srt/entrypoints/http_server.py: logger.info("The server is fired up and ready to roll!")
     ("sglang", "ready", re.compile(r"The server is fired up and ready to roll")),
-    # vLLM (v0 and v1 engines)
+    # vLLM 0.33.0 (v1 engine; v0 spellings kept)
+    # vllm/v1/engine/core.py: "Initializing a V1 LLM engine (v%s) with config: %s"
     ("vllm", "init", re.compile(r"Initializing an? (?:V1 )?LLM engine")),
+    # vllm/v1/worker/gpu_model_runner.py: "Starting to load model %s...", "Model loading took %s GiB ..."
     ("vllm", "loading_weights", re.compile(r"Starting to load model")),
     ("vllm", "weights_loaded", re.compile(r"Loading (?:model )?weights took|Model loading took")),
-    ("vllm", "kv_cache", re.compile(r"GPU KV cache size:|# GPU blocks:|# cuda blocks:")),
+    # vllm/v1/core/kv_cache_utils.py: "%s KV cache size: %s tokens, ..." (%s: "GPU", ...)
+    ("vllm", "kv_cache", re.compile(r"KV cache size: [\d,]+ tokens|# GPU blocks:|# cuda blocks:")),
+    # vllm/v1/worker/gpu_model_runner.py: desc "Capturing CUDA graphs (...)", "Graph capturing finished in ..."
     ("vllm", "cuda_graph", re.compile(r"Capturing (?:CUDA graph|cudagraphs|the model for CUDA graphs)")),
     ("vllm", "cuda_graph_done", re.compile(r"Graph capturing finished")),
     ("vllm", "engine_ready", re.compile(r"init engine \(profile, create kv cache, warmup model\) took")),
-    ("vllm", "http_server", re.compile(r"Starting vLLM API server")),
+    # vllm/entrypoints/launchers/api_server/entry.py: "Starting vLLM server on %s"
+    # (before 0.33: "Starting vLLM API server 0 on ...")
+    ("vllm", "http_server", re.compile(r"Starting vLLM (?:API )?server")),
     # vLLM's engine is warm before uvicorn starts: startup complete means /health answers.
     ("vllm", "ready", re.compile(r"Application startup complete")),
     # uvicorn, used by both
     (None, "http_server", re.compile(r"Uvicorn running on")),
-    # SGLang's warm-up thread asks /model_info (old: /get_model_info) then POSTs /generate.
-    ("sglang", "warmup", re.compile(r'"(?:GET /(?:get_)?model_info|POST /generate) HTTP')),
+    # sglang/srt/entrypoints/http_server.py (_execute_server_warmup): GET /model_info (older:
+    # /get_model_info), then POST /generate, /v1/chat/completions (a model that understands
+    # images, e.g. Kimi-K2.5), /encode (an embedding model) or /v1/systemone (a Clef or
+    # Kev checkpoint); uvicorn's access log shows them.
+    ("sglang", "warmup", re.compile(
+        r'"(?:GET /(?:get_)?model_info|POST /(?:generate|encode|v1/chat/completions|v1/systemone)) HTTP')),
 )
 
 # Strong markers that tell which server wrote the log (first one seen decides).
 _FLAVOR_MARKERS = (
-    ("sglang", re.compile(r"Load weight begin|ServerArgs\(|ready to roll|sglang[:./]"
-                          r"|\[\d{4}-\d\d-\d\d [\d:]+ (?:DP\d+ )?TP\d+\]")),
+    ("sglang", re.compile(r"Load weight begin|Init parallel begin|server_args=\{|ServerArgs\(|ready to roll"
+                          r"|sglang[:./]|\[\d{4}-\d\d-\d\d [\d:]+ (?:DP\d+ )?TP\d+\]")),
     ("vllm", re.compile(r"vLLM|\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorkerProcess) pid=\d+\)|vllm[./]")),
 )
 
@@ -69,10 +89,18 @@ CAUSES = (
     ("oom", "out of GPU memory", re.compile(
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|Not enough memory"
         r"|No available memory for the cache blocks|larger than the available KV cache memory")),
+    # SGLang checks its own ports before it starts (sglang/srt/server_args.py, PortArgs:
+    # f"Port is already in use. {dist_init_port=} ..." after sglang/srt/utils/network.py
+    # wait_port_available: f"{port_name} at {port} is not available in {timeout_s} seconds.").
+    ("ports_held", "SGLang's ports are still held, most likely by the previous server on this port "
+     "that has not exited yet: stop it and release its GPUs before relaunching "
+     "(SGLang waits 30 s for them; SGLANG_WAIT_PORT_TIMEOUT sets that)", re.compile(
+         r"Port is already in use\. dist_init_port=|\w+_port at \d+ is not available in \d+ seconds")),
     ("address_in_use", "address already in use (port taken: an old server may still hold it)", re.compile(
         r"address already in use|Errno 98\b|EADDRINUSE", re.IGNORECASE)),
     ("bad_argument", "bad command-line argument", re.compile(
-        r"^[\w./-]+(?: [\w./-]+)?: error: ")),  # argparse: "prog: error: msg"
+        r"^[\w./-]+(?: [\w./-]+)?: error: ")),  # argparse: "prog: error: msg" ("sglang serve: error: ...")
+    # sglang/srt/entrypoints/http_server.py: f"Initialization failed. warmup error: {last_traceback}"
     ("warmup_error", "warm-up request failed", re.compile(r"Initialization failed\. warmup error")),
 )
 _CAUSE_TEXT = dict((kind, text) for kind, text, unused in CAUSES)

@@ -11,7 +11,9 @@ short_description: Check that an EAGLE-3 drafter fits its target model
 version_added: 0.1.0
 description:
   - Reads the drafter's and the target's C(config.json) on the host and checks what would otherwise
-    fail only after a long model load - an EAGLE-3 architecture, equal C(hidden_size) and
+    fail only after a long model load - an EAGLE-3 draft class that SGLang 0.5.23 registers
+    (C(LlamaForCausalLMEagle3), C(Eagle3DeepseekV2ForCausalLM); an EAGLE-1/2 drafter such as
+    C(LlamaForCausalLMEagle) is refused with a message saying so), equal C(hidden_size) and
     C(vocab_size), C(draft_vocab_size) not above the vocabulary, every auxiliary layer id
     (C(eagle_config.eagle_aux_hidden_state_layer_ids)) below the target's C(num_hidden_layers),
     and the speculative numbers (all three or none; with top-k 1, draft tokens = steps + 1).

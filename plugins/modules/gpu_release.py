@@ -52,7 +52,7 @@ options:
       - Refused with a clear error, unless O(force_broad=true) - an empty string, a regex that does not
         compile, one that matches the empty command line (such as C(.*)), one that matches ordinary
         host processes (such as C(python), which hits Python daemons and notebooks, or C(bash)).
-      - SGLang's own kill set is C(sglang::|sglang\.launch_server|sglang\.bench|sglang\.data_parallel|sglang\.srt|sgl_diffusion::).
+      - SGLang's own kill set is C(sglang::|sglang\.launch_server|sglang\.bench|sglang\.data_parallel|sglang\.srt|sgl_diffusion::|sglang serve).
     type: list
     elements: str
     default: []

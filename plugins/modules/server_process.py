@@ -17,6 +17,10 @@ description:
     requests and end its workers), SIGKILL to it and whatever is left of its process group after
     O(stop_timeout).
   - The supervisor behind P(gpufleet.serving.sglang_server#role) on hosts without systemd.
+  - The log file is created with mode 0640 (the previous one kept as C(LOG.1)). A server that prints a
+    secret should run behind a filter; with an API key the role starts its C(log_redact.py) as O(argv)
+    (C(log_redact.py SECRETS_FILE -- sglang serve ...)), which passes SIGTERM on to the server and
+    writes the server's output with the key replaced by C(<redacted>).
 author:
   - gpufleet.serving maintainers (@gpufleet)
 requirements:
@@ -72,7 +76,7 @@ EXAMPLES = r"""
 - name: Start a server under its own session
   gpufleet.serving.server_process:
     state: started
-    argv: [/opt/sglang/bin/python, -m, sglang.launch_server, --model-path, /models/kimi, --port, "30000"]
+    argv: [/opt/sglang/bin/sglang, serve, --model-path, /models/kimi, --port, "30000"]
     log_path: /var/log/sglang/sglang-30000.log
     state_file: /var/lib/gpufleet-serving/sglang-30000.json
     listen_host: 127.0.0.1

@@ -73,7 +73,7 @@ options:
     default: auto
   pid:
     description:
-      - PID of the server's main process (for SGLang, the C(sglang.launch_server) process).
+      - PID of the server's main process (for SGLang, the C(sglang serve) or C(sglang.launch_server) process).
       - Its start time is recorded, so a reused PID is not mistaken for the server.
     type: int
   pidfile:
@@ -240,7 +240,7 @@ phases:
     line:
       description: The log line that announced the phase.
       type: str
-      sample: "[2025-11-30 12:50:10 TP0] Capture cuda graph begin. This can take up to several minutes."
+      sample: "[2026-12-03 05:00:03 TP0] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1"
 flavor:
   description: V(sglang), V(vllm), or null when it could not be told.
   returned: always
@@ -295,8 +295,8 @@ process:
       type: str
 cause:
   description:
-    - Why the server is not ready. V(kind) is one of V(oom), V(address_in_use), V(bad_argument), V(warmup_error),
-      V(exited), V(timeout).
+    - Why the server is not ready. V(kind) is one of V(oom), V(ports_held), V(address_in_use), V(bad_argument),
+      V(warmup_error), V(exited), V(timeout).
   returned: on failure, and in check mode when the process is dead
   type: dict
   contains:

@@ -179,9 +179,16 @@ def test_api_key_secret_loopback_and_file_modes(request, tmp_path):
             assert SECRET not in " ".join(argv), (pid, argv)
             with open("/proc/%d/environ" % pid, "rb") as handle:
                 assert SECRET.encode() not in handle.read(), pid
-        (main,) = [argv for argv in procs.values() if "sglang.launch_server" in argv]
+        # The server, started as `sglang serve` under the log redactor.
+        (main,) = [argv for argv in procs.values() if "serve" in argv and "log_redact.py" not in " ".join(argv)]
         assert main[main.index("--config") + 1] == "/var/lib/gpufleet-serving/sglang-%d.secret.yaml" % port
         assert "--api-key" not in main
+
+        # Real SGLang logs the key (server_args=...): the log has the line, with the key masked.
+        log_text = (log_dir / ("sglang-%d.log" % port)).read_text()
+        assert "server_args=" in log_text and "<redacted>" in log_text
+        # Launched through the entry point 0.5.23 recommends: no deprecation warning.
+        assert "is still supported, but 'sglang serve' is the recommended entrypoint" not in log_text
 
         # The server enforces the key.
         base = "http://127.0.0.%d:%d" % (index + 1, port)
@@ -214,7 +221,8 @@ RENDER_PLAYBOOK = """\
       loop: [sglang.service, sglang.env]
     - name: Write what the role composed
       ansible.builtin.copy:
-        content: "{{{{ {{'argv': _sglang_server_argv, 'url': _sglang_server_url, 'env': _sglang_server_env}} | to_json }}}}"
+        content: "{{{{ {{'argv': _sglang_server_argv, 'launch': _sglang_server_launch_argv, 'url': _sglang_server_url,
+                       'env': _sglang_server_env}} | to_json }}}}"
         dest: "{{{{ out_dir }}}}/composed.json"
         mode: "0600"
 """
@@ -254,10 +262,16 @@ def test_role_defaults_loopback_and_key_only_in_config_file(tmp_path):
         assert SECRET not in text, "the key is in the %s" % where
     assert "--host 127.0.0.1 " in unit and "--config /var/lib/gpufleet-serving/sglang-30000.secret.yaml" in unit
     assert "SGLANG_SIM_PROBE=1" in env_file
-    # Without a key there is no --config at all.
+    # With a key the supervisor starts the log redactor, which runs the server (real SGLang
+    # prints the key in its server_args= line) and writes its output with the key masked.
+    assert composed["launch"] == ["python3", "/var/lib/gpufleet-serving/log_redact.py",
+                                  "/var/lib/gpufleet-serving/sglang-30000.secret.yaml", "--"] + argv
+    assert "ExecStart=python3 /var/lib/gpufleet-serving/log_redact.py " in unit
+    # Without a key there is no --config at all, and no redactor.
     (tmp_path / "nokey").mkdir()
     composed, _unit, _env, _out = render_role(tmp_path / "nokey")
     assert "--config" not in composed["argv"]
+    assert composed["launch"] == composed["argv"]
 
 
 def _tasks(name):
@@ -276,7 +290,13 @@ def test_role_task_files_write_with_tight_modes():
     assert secret["ansible.builtin.copy"]["mode"] == "0600" and secret["no_log"] is True
     assert secret["ansible.builtin.copy"]["dest"] == "{{ _sglang_server_secret_config }}"
 
+    redactor = launch["Install the log redactor (the server prints the key in its log)"]
+    assert redactor["ansible.builtin.copy"]["mode"] == "0700"
+    assert redactor["ansible.builtin.copy"]["dest"] == "{{ _sglang_server_redactor }}"
+
     systemd = _tasks("systemd_start.yml")
+    log_file = systemd["Create the server log, readable by root and its group only"]["ansible.builtin.file"]
+    assert (log_file["path"], log_file["state"], log_file["mode"]) == ("{{ _sglang_server_log }}", "touch", "0640")
     env_file = systemd["Write the server's environment (mode 0600)"]["ansible.builtin.template"]
     assert (env_file["src"], env_file["mode"]) == ("sglang.env.j2", "0600")
     unit = systemd["Write the unit"]["ansible.builtin.template"]

@@ -72,3 +72,58 @@ def test_unwritable_log_dir_is_a_clear_error(tmp_path):
     blocker.write_text("not a directory")
     res = start(tmp_path, extra={"log_path": str(blocker / "server.log")})
     assert res["_rc"] != 0 and "cannot create %s" % blocker in res["msg"]
+
+
+# ---- the log redactor the sglang_server role puts in front of a server with a key --------
+
+REDACTOR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "roles", "sglang_server", "files", "log_redact.py")
+KEY = "gf-REDACT-ME-9f2c41"
+# Logs the key as real SGLang 0.5.23 does (srt/entrypoints/engine.py:
+# logger.info(f"server_args={...}") with 'api_key' in the dict), also on stderr and cut
+# across two writes; on SIGTERM it says so and exits 0 (a graceful drain).
+KEY_SERVER = (
+    "import os, signal, sys, time\n"
+    "key = open(sys.argv[2]).read().split(': ', 1)[1].strip()\n"
+    "def term(signum, frame):\n"
+    "    print('[2026-12-03 05:00:09] got SIGTERM, draining', flush=True)\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, term)\n"
+    "print('[2026-12-03 05:00:00] server_args=' + repr({'model_path': '/m', 'api_key': key, 'port': 30000}),"
+    " flush=True)\n"
+    "sys.stderr.write('[2026-12-03 05:00:01] warn: key ' + key + '\\n'); sys.stderr.flush()\n"
+    "sys.stdout.write('[2026-12-03 05:00:02] split ' + key[:5]); sys.stdout.flush(); time.sleep(0.2)\n"
+    "sys.stdout.write(key[5:] + ' done\\n'); sys.stdout.flush()\n"
+    "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    "time.sleep(600)\n")
+
+
+def test_redactor_keeps_the_key_out_of_the_log_and_passes_sigterm_on(tmp_path):
+    secret = tmp_path / "s.secret.yaml"
+    secret.write_text("api-key: %s\n" % KEY)
+    os.chmod(secret, 0o600)
+    log = tmp_path / "log" / "server.log"
+    res = start(tmp_path, extra={"argv": [PYTHON, REDACTOR, str(secret), "--",
+                                          PYTHON, "-c", KEY_SERVER, str(tmp_path / "pids"), str(secret)]})
+    assert res["_rc"] == 0, res.get("msg")
+    wrapper = res["pid"]
+    wait_for(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text(), what="server pid")
+    server = int((tmp_path / "pids").read_text())
+    try:
+        wait_for(lambda: b" done\n" in log.read_bytes(), what="the server's lines in the log")
+        text = log.read_text()
+        assert KEY not in text and KEY[:5] not in text
+        assert "'api_key': '<redacted>'" in text
+        assert "warn: key <redacted>" in text and "split <redacted> done" in text
+        assert os.stat(log).st_mode & 0o777 == 0o640
+        # The supervisor's SIGTERM reaches the server through the redactor; the drain is logged.
+        stop = run_module("server_process", {"state": "stopped", "state_file": str(tmp_path / "state" / "s.json"),
+                                             "stop_timeout": 10})
+        assert stop["_rc"] == 0 and stop["stop"]["graceful"] is True, stop
+        assert not pid_alive(wrapper) and not pid_alive(server)
+        assert "got SIGTERM, draining" in log.read_text()
+        assert KEY not in log.read_text()
+    finally:
+        for pid in (wrapper, server):
+            if pid_alive(pid):
+                os.kill(pid, 9)

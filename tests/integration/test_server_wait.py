@@ -118,6 +118,8 @@ CRASHES = [
     ("exit3", "graph", "exited", "exited with code 3", 3),
     ("bad_argument", "load", "bad_argument", "launch_server.py: error: argument --tp-size", 2),
     ("silent_exit2", "graph", "bad_argument", "bad command-line argument (exit code 2)", 2),
+    # a relaunch while the previous server still holds SGLang's ports (0.5.23's own check)
+    ("ports_held", "ports", "ports_held", "SGLang's ports are still held", 1),
 ]
 
 
@@ -180,7 +182,7 @@ def test_address_in_use_while_health_hangs(procs, tmp_path):
 def test_timeout_reports_phase(procs, tmp_path):
     server = FakeServer(procs, tmp_path, step=0.05, warmup=0.05)  # never released: stuck in warm-up
     server.wait_port()
-    poll_until(lambda: "ServerArgs" in server.log.read_text() and "model_info" in server.log.read_text(), 10,
+    poll_until(lambda: "server_args=" in server.log.read_text() and "model_info" in server.log.read_text(), 10,
                "the server to reach warm-up")
     run = start_wait(procs, server, tmp_path, timeout=1.5)
     rc, result = run.finish()

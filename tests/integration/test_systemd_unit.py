@@ -80,13 +80,16 @@ def directives(text):
 
 
 def test_unit_renders_and_verifies(tmp_path):
-    unit, text = render(tmp_path, sglang_server_python=PYTHON, sglang_server_port=31999,
+    # The entry point must exist for `verify`: the project's Python stands in for bin/sglang.
+    unit, text = render(tmp_path, sglang_server_python=PYTHON, sglang_server_entry_point=PYTHON,
+                        sglang_server_port=31999,
                         sglang_server_model_path="/models/Kimi K2.5 INT4",
                         sglang_server_served_model_name="kimi k2.5",
                         sglang_server_env={"NCCL_DEBUG": "WARN"})
     assert unit.name == "sglang-31999.service"
     d = directives(text)
-    assert d["KillMode"] == ["control-group"]
+    assert d["KillMode"] == ["mixed"]
+    assert d["UMask"] == ["0027"]
     assert d["KillSignal"] == ["SIGTERM"]
     assert d["TimeoutStopSec"] == ["60"]
     assert d["Restart"] == ["no"]
@@ -94,7 +97,7 @@ def test_unit_renders_and_verifies(tmp_path):
     assert d["StandardOutput"] == ["append:%s/sglang-31999.log" % (tmp_path / "log")]
     # ExecStart is one line whose words are the role's argv, spaces in arguments kept.
     argv = shlex.split(d["ExecStart"][0])
-    assert argv[:3] == [PYTHON, "-m", "sglang.launch_server"]
+    assert argv[:2] == [PYTHON, "serve"]
     assert argv[argv.index("--model-path") + 1] == "/models/Kimi K2.5 INT4"
     assert argv[argv.index("--served-model-name") + 1] == "kimi k2.5"
     assert argv[argv.index("--port") + 1] == "31999"
@@ -111,3 +114,28 @@ def test_verify_catches_a_missing_interpreter(tmp_path):
     rc, lines = verify(unit)
     assert rc != 0
     assert any("no-such-env" in line or "not executable" in line.lower() for line in lines), lines
+
+
+def test_default_entry_point_is_sglang_serve_beside_the_interpreter(tmp_path):
+    """sglang 0.5.23's recommended entry point: the `sglang` console script of the environment."""
+    unit, text = render(tmp_path, sglang_server_python="/opt/sglang/.venv/bin/python3",
+                        sglang_server_model_path="/models/m")
+    argv = shlex.split(directives(text)["ExecStart"][0])
+    assert argv[:4] == ["/opt/sglang/.venv/bin/sglang", "serve", "--model-path", "/models/m"]
+    assert "sglang.launch_server" not in text
+
+
+def test_unit_with_a_key_runs_the_server_under_the_log_redactor(tmp_path):
+    """With a key the unit's main process is log_redact.py, which writes the log with the key masked."""
+    unit, text = render(tmp_path, sglang_server_python=PYTHON, sglang_server_entry_point=PYTHON,
+                        sglang_server_model_path="/models/m", sglang_server_port=31997,
+                        sglang_server_api_key="gf-UNIT-KEY-0001")
+    assert "gf-UNIT-KEY-0001" not in text
+    d = directives(text)
+    argv = shlex.split(d["ExecStart"][0])
+    secret = "%s/sglang-31997.secret.yaml" % (tmp_path / "state")
+    assert argv[:5] == [PYTHON, "%s/log_redact.py" % (tmp_path / "state"), secret, "--", PYTHON]
+    assert argv[argv.index("--config") + 1] == secret
+    # SIGTERM to the redactor only: it passes the signal on, so the server gets it once.
+    assert d["KillMode"] == ["mixed"]
+    assert d["StandardOutput"] == ["append:%s/sglang-31997.log" % (tmp_path / "log")]

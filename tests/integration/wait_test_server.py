@@ -106,6 +106,15 @@ class Server(object):
             self.raw("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled "
                      "system error")
             self.die(code=3)
+        if kind == "ports_held":
+            # sglang 0.5.23's own port check (srt/server_args.py PortArgs, srt/utils/network.py
+            # wait_port_available) when the previous server still holds its ports.
+            self.log("Port is already in use. dist_init_port=%d port_base=%d detokenizer_port=%d nccl_port=%d "
+                     "scheduler_input_port=%d" % tuple(self.port + i for i in range(1, 6)))
+            self.raw("Traceback (most recent call last):")
+            self.raw("ValueError: dist_init_port at %d is not available in 30 seconds. dist_init_port is used by a "
+                     "process already. process.name()='python3' process.status()='sleeping' pid=1" % (self.port + 1))
+            self.die(code=1)
         if kind == "silent_exit2":
             self.die(code=2)
         raise SystemExit("unknown crash %r" % kind)
@@ -142,9 +151,13 @@ class Server(object):
 
     def run_sglang(self):
         pid = os.getpid()
-        self.log("server_args=ServerArgs(model_path='%s', tp_size=1, port=%d, api_key=%r, "
-                 "mem_fraction_static=0.85)" % (MODEL, self.port, self.args.api_key))
-        self.log("Init torch distributed begin.", 0)
+        # The lines of sglang 0.5.23 (srt/entrypoints/engine.py, srt/distributed/bootstrap.py,
+        # model_runner.py, memory_pool.py, cuda_graph_setup.py, http_server.py): the key in clear.
+        self.log("server_args=%r" % {"model_path": MODEL, "tp_size": 1, "port": self.port,
+                                     "api_key": self.args.api_key, "mem_fraction_static": 0.85})
+        if self.crash_here("ports"):
+            self.crash()
+        self.log("Init parallel begin.", 0)
         self.log("Load weight begin. avail mem=94.62 GB", 0)
         if self.crash_here("load"):
             self.crash()
@@ -153,13 +166,14 @@ class Server(object):
                  "mem usage=72.89 GB.", 0)
         if self.crash_here("kv"):
             self.crash()
-        self.log("KV Cache is allocated. #tokens: 2243474, K size: 4.91 GB, V size: 4.91 GB", 0)
-        self.log("Capture cuda graph begin. This can take up to several minutes. avail mem=11.82 GB", 0)
+        self.log("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2243474, K size: 4.91 GB, V size: 4.91 GB", 0)
+        self.log("Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=11.82 GB", 0)
         if self.crash_here("graph"):
             self.crash()
         self.step()
         self.raw("Capturing batches (bs=1 avail_mem=11.18 GB): 100%|##########| 36/36 [00:10<00:00,  3.37it/s]")
-        self.log("Capture cuda graph end. Time elapsed: 5.37 s. mem usage=1.44 GB. avail mem=10.38 GB.", 0)
+        self.log("Capture target decode CUDA graph end. bs=[1, 2, 4, 8], elapsed=5.37 s, mem usage=1.44 GB, "
+                 "avail mem=10.38 GB.", 0)
         self.listen()
         self.log("INFO:     Started server process [%d]" % pid)
         self.log("INFO:     Waiting for application startup.")
@@ -170,7 +184,8 @@ class Server(object):
         if self.crash_here("warmup"):
             self.crash()
         self.hold()
-        self.log('INFO:     127.0.0.1:51236 - "POST /generate HTTP/1.1" 200 OK')
+        # Kimi-K2.5 reads images: its warm-up is a chat request.
+        self.log('INFO:     127.0.0.1:51236 - "POST /v1/chat/completions HTTP/1.1" 200 OK')
         self.turn_ready()
         self.log("The server is fired up and ready to roll!")
 
@@ -198,7 +213,7 @@ class Server(object):
         self.log(core + "[gpu_model_runner.py:3480] Graph capturing finished in 7 secs, took 0.95 GiB")
         self.log(core + "[core.py:210] init engine (profile, create kv cache, warmup model) took 25.99 seconds")
         self.listen()
-        self.log(api + "[api_server.py:1885] Starting vLLM API server 0 on http://127.0.0.1:%d" % self.port)
+        self.log(api + "[entry.py:139] Starting vLLM server on http://127.0.0.1:%d" % self.port)  # vLLM 0.33.0
         self.log(api.replace("{ts} ", "") + "   Started server process [%d]" % pid)
         self.log(api.replace("{ts} ", "") + "   Waiting for application startup.")
         self.hold()
@@ -291,8 +306,9 @@ def parse_args(argv=None):
     parser.add_argument("--step", type=float, default=0.2, help="seconds between start-up phases")
     parser.add_argument("--warmup", type=float, default=0.3, help="seconds /health answers 503 after listening")
     parser.add_argument("--crash", default="none",
-                        choices=("none", "oom", "oom_kv", "warmup_error", "exit3", "bad_argument", "silent_exit2"))
-    parser.add_argument("--crash-at", default="load", choices=("load", "kv", "graph", "warmup"))
+                        choices=("none", "oom", "oom_kv", "warmup_error", "exit3", "bad_argument", "silent_exit2",
+                                 "ports_held"))
+    parser.add_argument("--crash-at", default="load", choices=("ports", "load", "kv", "graph", "warmup"))
     parser.add_argument("--api-key")
     parser.add_argument("--hold", help="before turning ready (or crashing), wait until this file exists")
     parser.add_argument("--hang-health", action="store_true", help="/health never answers")

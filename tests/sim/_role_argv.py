@@ -75,10 +75,13 @@ def render(eagle=False, api_key="", overrides=None, inventory=EXAMPLE):
     variables["sglang_server_api_key"] = api_key
     variables.setdefault("ansible_facts", {"service_mgr": "systemd"})
     if eagle:
-        tasks = os.path.join(ROLES, "eagle_drafter", "tasks", "main.yml")
-        _set_facts(variables, tasks)
+        for name in ("args.yml", "main.yml"):
+            tasks = os.path.join(ROLES, "eagle_drafter", "tasks", name)
+            if os.path.exists(tasks):
+                _set_facts(variables, tasks)
     command = os.path.join(ROLES, "sglang_server", "tasks", "command.yml")
-    _set_facts(variables, command, only={"_sglang_server_secret_config", "_sglang_server_argv"})
+    _set_facts(variables, command, only={"_sglang_server_secret_config", "_sglang_server_entry_point",
+                                                 "_sglang_server_argv"})
     secret = None
     if api_key:
         for task in _load(os.path.join(ROLES, "sglang_server", "tasks", "launch.yml")):

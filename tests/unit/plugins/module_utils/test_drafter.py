@@ -43,6 +43,26 @@ def test_mismatches_name_field_and_values(drafter, target, words):
     assert words in err.value.msg
 
 
+@pytest.mark.parametrize("arch", ["LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM"])
+def test_registered_eagle3_classes_accepted(arch):
+    assert _drafter.check_pair(with_change(DRAFTER, ["architectures"], [arch]), TARGET)["architectures"] == [arch]
+
+
+@pytest.mark.parametrize("arch", ["LlamaForCausalLMEagle", "Qwen2ForCausalLMEagle"])
+def test_eagle1_drafter_refused_for_eagle3(arch):
+    with pytest.raises(InvalidInput) as err:
+        _drafter.check_pair(with_change(DRAFTER, ["architectures"], [arch]), TARGET)
+    assert "is an EAGLE-1/2 drafter, not an EAGLE-3 one" in err.value.msg
+    assert "LlamaForCausalLMEagle3 or Eagle3DeepseekV2ForCausalLM" in err.value.msg
+    assert "--speculative-algorithm EAGLE" in err.value.msg
+
+
+@pytest.mark.parametrize("arch", ["Eagle3LlamaForCausalLM", "Qwen3ForCausalLMEagle3", "LlamaForCausalLM"])
+def test_unregistered_names_refused(arch):
+    with pytest.raises(InvalidInput, match="is not an EAGLE-3 architecture SGLang registers"):
+        _drafter.check_pair(with_change(DRAFTER, ["architectures"], [arch]), TARGET)
+
+
 @pytest.mark.parametrize("numbers, words", [
     ((3, None, 4), "set all three or none"),
     ((3, 1, 5), "num_draft_tokens must be num_steps + 1: num_draft_tokens=5, num_steps=3 (expected 4)"),

@@ -20,6 +20,8 @@ SGLANG_TITLES = [
     "sglang::detokenizer",
     "sglang::data_parallel_controller",
 ]
+# The entry point sglang 0.5.23 recommends (a console script: python runs bin/sglang).
+SERVE_TITLE = "/opt/sglang/.venv/bin/python3 /opt/sglang/.venv/bin/sglang serve --model-path /models/kimi-k2.5 --tp-size 8"
 VLLM_TITLES = [
     "/usr/bin/python3 -m vllm.entrypoints.openai.api_server --model /models/glm-5 -tp 8",
     "VLLM::EngineCore",
@@ -76,18 +78,19 @@ def test_one_broad_pattern_among_good_ones_refuses_all():
 
 @pytest.mark.parametrize("raw, hits", [
     (r"sglang::|sglang\.launch_server", SGLANG_TITLES),
-    ("|".join(patterns.SGLANG_PATTERNS), SGLANG_TITLES),
+    ("|".join(patterns.SGLANG_PATTERNS), SGLANG_TITLES + [SERVE_TITLE]),
+    (r"sglang serve", [SERVE_TITLE]),
     (r"sglang::", SGLANG_TITLES[1:]),
     (r"sglang\.launch_server", SGLANG_TITLES[:1]),
     (r"sglang::scheduler_TP\d+$", ["sglang::scheduler_TP0", "sglang::scheduler_TP7"]),
-    ("sglang", SGLANG_TITLES),  # seed 2's pkill -f word is specific enough against the canaries
+    ("sglang", SGLANG_TITLES + [SERVE_TITLE]),  # seed 2's pkill -f word is specific enough against the canaries
     (r"vllm\.entrypoints|VLLM::", VLLM_TITLES),
     (r"VLLM::(EngineCore|Worker_TP\d+)", VLLM_TITLES[1:]),
 ])
 def test_server_patterns_accepted_and_match_titles(raw, hits):
     (regex,) = patterns.compile_patterns([raw])
     assert regex.pattern == raw
-    for title in SGLANG_TITLES + VLLM_TITLES:
+    for title in SGLANG_TITLES + [SERVE_TITLE] + VLLM_TITLES:
         assert patterns.matches_any([regex], title) is (title in hits), title
     assert not any(patterns.matches_any([regex], c) for c in patterns.CANARY_CMDLINES)
 

@@ -31,6 +31,24 @@ SGLANG_PHASES = [
     ('[2025-09-03 18:30:02] INFO:     127.0.0.1:40312 - "GET /get_model_info HTTP/1.1" 200 OK', "warmup"),
     ('[2025-09-03 18:30:02] INFO:     127.0.0.1:40314 - "POST /generate HTTP/1.1" 200 OK', "warmup"),
     ("[2025-09-03 18:30:04] The server is fired up and ready to roll!", "ready"),
+    # sglang 0.5.23 (the version the collection is tested against)
+    ("[2026-12-03 05:00:01 TP0] Init parallel begin.", "init"),
+    ("[2026-12-03 05:00:02 TP3] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 387968, KV size: 5.92 GB",
+     "kv_cache"),
+    ("[2026-12-03 05:00:03 TP0] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, "
+     "avail mem=12.01 GB", "cuda_graph"),
+    ("[2026-12-03 05:00:03 TP0] Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=4, "
+     "avail mem=12.01 GB", "cuda_graph"),
+    ("[2026-12-03 05:00:09 TP1] Capture target decode CUDA graph end. bs=[1, 2, 4, 8], elapsed=11.35 s, "
+     "mem usage=1.04 GB, avail mem=11.22 GB.", "cuda_graph_done"),
+    ("[2026-12-03 05:00:10 TP0] Capture draft decode CUDA graph end. elapsed=2.00 s, mem usage=0.20 GB, "
+     "avail mem=11.02 GB.", "cuda_graph_done"),
+    ('[2026-12-03 05:00:12] INFO:     127.0.0.1:40312 - "GET /model_info HTTP/1.1" 200 OK', "warmup"),
+    # Kimi-K2.5 reads images: its warm-up is a chat request (http_server.py _execute_server_warmup)
+    ('[2026-12-03 05:00:12] INFO:     127.0.0.1:40316 - "POST /v1/chat/completions HTTP/1.1" 200 OK', "warmup"),
+    ('[2026-12-03 05:00:12] INFO:     127.0.0.1:40318 - "POST /encode HTTP/1.1" 200 OK', "warmup"),
+    # a user's chat request is no warm-up once the server is ready; before, it cannot reach it
+    ("[2026-12-03 05:00:02 TP0] Memory pool end. avail mem=12.05 GB", None),
     # uvicorn's startup line means only "HTTP is up" in an SGLang log
     ("[2025-09-03 18:30:01] INFO:     Application startup complete.", None),
     ("[2025-09-03 18:33:19 TP0] Decode batch. #running-req: 1, #token: 137, token usage: 0.00, cuda graph: True, "
@@ -61,6 +79,13 @@ VLLM_PHASES = [
      "warmup model) took 25.99 seconds", "engine_ready"),
     ("(APIServer pid=188747) INFO 10-21 09:12:15 [api_server.py:1885] Starting vLLM API server 0 on "
      "http://0.0.0.0:8000", "http_server"),
+    # vLLM 0.33.0: vllm/entrypoints/launchers/api_server/entry.py "Starting vLLM server on %s"
+    ("(APIServer pid=188747) INFO 12-03 05:00:15 [entry.py:139] Starting vLLM server on http://127.0.0.1:8000",
+     "http_server"),
+    ("(EngineCore pid=188893) INFO 12-03 05:00:05 [kv_cache_utils.py:1147] GPU KV cache size: 1,234,432 tokens, "
+     "Maximum concurrency for 131,072 tokens per request: 9.42x", "kv_cache"),
+    ("(EngineCore pid=188893) INFO 12-03 05:00:01 [core.py:140] Initializing a V1 LLM engine (v0.33.0) with "
+     "config: model='/models/glm-5'", "init"),
     ("(APIServer pid=188747) INFO:     Application startup complete.", "ready"),
     ("(EngineCore_DP0 pid=188893) INFO 10-21 09:11:56 [monitor.py:34] torch.compile takes 7.14 s in total", None),
 ]
@@ -85,6 +110,8 @@ def test_startup_complete_without_flavor_is_only_http():
     ("[2026-06-08 07:20:53 TP0] Memory pool end. avail mem=12.05 GB", "sglang"),
     ("(EngineCore_DP0 pid=441) INFO 11-24 11:43:54 [gpu_model_runner.py:3341] Model loading took 2.0513 GiB", "vllm"),
     ("(APIServer pid=1391815) INFO 08-19 14:58:41 [api_server.py:1639] Supported_tasks: ['generate']", "vllm"),
+    ("[2026-12-03 05:00:00] server_args={'model_path': '/models/kimi-k2.5', 'tp_size': 8}", "sglang"),
+    ("[2026-12-03 05:00:01 TP0] Init parallel begin.", "sglang"),
     ("Loading safetensors checkpoint shards: 100% Completed | 9/9 [00:29<00:00,  3.28s/it]", None),
 ])
 def test_detect_flavor(line, flavor):
@@ -108,6 +135,14 @@ CAUSE_LINES = [
     ("vllm serve: error: unrecognized arguments: --tp-szie 8", "bad_argument"),
     ("[2026-09-14 23:19:59] Initialization failed. warmup error: Traceback (most recent call last):",
      "warmup_error"),
+    # sglang 0.5.23's own port check on a relaunch while the old server holds its ports
+    # (srt/server_args.py PortArgs, srt/utils/network.py wait_port_available)
+    ("[2026-12-03 05:01:40] Port is already in use. dist_init_port=30001 port_base=30002 detokenizer_port=30003 "
+     "nccl_port=30004 scheduler_input_port=30005", "ports_held"),
+    ("ValueError: dist_init_port at 30001 is not available in 30 seconds. dist_init_port is used by a process "
+     "already. process.name()='python3' process.cmdline()=['python3'] process.status()='sleeping' pid=4242",
+     "ports_held"),
+    ("sglang serve: error: unrecognized arguments: --cuda-graph-max-bs 8", "bad_argument"),
     # vLLM's advice line in a healthy start-up is no OOM
     ("INFO 07-17 23:41:30 model_runner.py:851] CUDA graphs can take additional 1~3 GiB memory per GPU. If you are "
      "running out of memory, consider decreasing `gpu_memory_utilization` or enforcing eager mode.", None),
@@ -128,6 +163,7 @@ def test_match_cause(line, kind):
     ({"warmup_error": "w", "oom": "o"}, -9, "oom", "out of GPU memory"),
     ({"warmup_error": "w", "address_in_use": "a"}, 1, "address_in_use", None),
     ({"warmup_error": "w"}, -9, "warmup_error", "warm-up request failed"),
+    ({"ports_held": "p", "address_in_use": "a"}, 1, "ports_held", None),
 ])
 def test_diagnose_precedence(causes, exit_code, kind, message):
     cause = log.diagnose(causes, exit_code)
@@ -193,3 +229,9 @@ def test_follower_reads_increments_partial_lines_and_truncation(tmp_path):
     assert follower.read_lines(final=True) == ["three"]
     path.write_bytes(b"new\n")  # a relaunch truncated the log
     assert follower.read_lines() == ["new"]
+
+
+def test_ports_held_message_says_what_to_do():
+    cause = log.diagnose({"ports_held": "dist_init_port at 30001 is not available in 30 seconds."}, 1)
+    assert cause["kind"] == "ports_held"
+    assert "previous server" in cause["message"] and "release its GPUs" in cause["message"]

@@ -1,0 +1,238 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_server_log's rules against the format strings in the installed real sglang (and vLLM).
+
+Each case names the real emitter (file under the package, and a piece of its message); the
+test parses that file with `ast`, finds the call whose format string holds the piece, builds a
+line from it (placeholders filled with sample values) and asserts the phase or cause rule
+matches it. A release that rewords a line fails here, not on a host after a 20-minute load.
+
+Where the packages are: $GPUFLEET_REAL_SGLANG / $GPUFLEET_REAL_VLLM (a directory holding
+`sglang/` or `vllm/`, e.g. a `pip install --no-deps --target DIR sglang==0.5.23`), else the
+distribution installed in this interpreter, else build/sglang-real (`make setup` installs the
+pinned sglang there). Sources only: nothing of sglang is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import os
+import pathlib
+import re
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[4]
+sys.path.insert(0, str(REPO / "build" / "collections"))
+
+from ansible_collections.gpufleet.serving.plugins.module_utils import _drafter  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils import _patterns  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils import _server_log as log  # noqa: E402
+
+TESTED = {"sglang": "0.5.23", "vllm": "0.33.0"}
+
+
+def package_dir(name):
+    """(directory of the package's sources, version) or (None, reason)."""
+    override = os.environ.get("GPUFLEET_REAL_" + name.upper())
+    if override:
+        return package_dir_at(pathlib.Path(override), name)
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    else:
+        return pathlib.Path(dist.locate_file(name)), dist.version
+    # `make setup` installs the pinned real sglang here (requirements-sglang.txt, --no-deps).
+    build = REPO / "build" / ("%s-real" % name)
+    if (build / name).is_dir():
+        return package_dir_at(build, name)
+    return None, "%s is not installed (make setup; or set GPUFLEET_REAL_%s to a --target install)" % (
+        name, name.upper())
+
+
+def package_dir_at(root, name):
+    infos = sorted(root.glob("%s-*.dist-info" % name))
+    version = infos[-1].name[len(name) + 1:-len(".dist-info")] if infos else None
+    return root / name, version
+
+
+def sources(name):
+    found, version = package_dir(name)
+    if found is None or not found.is_dir():
+        pytest.skip(version if found is None else "no %s sources at %s" % (name, found))
+    return found, version
+
+
+def render(node, values):
+    """The text a format-string node produces, placeholders filled from VALUES (default "1")."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        out = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                out.append(part.value)
+            else:
+                out.append(str(values.get(ast.unparse(part.value), "1")))
+        return "".join(out)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = render(node.left, values), render(node.right, values)
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def emitted(path, anchor, values=None):
+    """Lines built from each call in PATH whose first argument is a format string holding ANCHOR."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        text = render(node.args[0], values or {})
+        if text is None or anchor not in text:
+            continue
+        # printf style (logger.info("... %s ...", arg)): fill with sample values
+        lines.append(re.sub(r"%[-+ #0]*\d*(?:\.\d+)?[sdfr]", "1", text))
+    assert lines, "no format string with %r in %s: the release changed this line" % (anchor, path)
+    return lines
+
+
+def string_constants(path, function, variable):
+    """Every string assigned to VARIABLE inside FUNCTION in PATH."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    (func,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function]
+    out = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == variable for t in node.targets):
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                out.append(node.value.value)
+    assert out, "%s has no %s assignment in %s" % (function, variable, path)
+    return out
+
+
+CAPTURE = {"capture_name": "target decode", "graph_backend[model_runner.device]": "CUDA graph"}
+KV = {"cache_name": "KV Cache",
+      "'VA upper bound' if self.post_capture_active else 'is allocated'": "is allocated"}
+
+# (file under sglang/, anchor in its format string, placeholder values, phase)
+SGLANG_PHASE_SOURCES = [
+    ("srt/distributed/bootstrap.py", "Init parallel begin", None, "init"),
+    ("srt/model_executor/model_runner.py", "Load weight begin", None, "loading_weights"),
+    ("srt/model_executor/model_runner.py", "Load weight end", None, "weights_loaded"),
+    ("srt/mem_cache/memory_pool.py", "dtype: ", KV, "kv_cache"),
+    ("srt/model_executor/model_runner_components/cuda_graph_setup.py", "Capture target decode CUDA graph begin",
+     CAPTURE, "cuda_graph"),
+    ("srt/model_executor/model_runner_components/cuda_graph_setup.py", "Capture target decode CUDA graph end",
+     CAPTURE, "cuda_graph_done"),
+    ("srt/entrypoints/http_server.py", "The server is fired up and ready to roll", None, "ready"),
+]
+
+
+@pytest.mark.parametrize("relpath, anchor, values, phase", SGLANG_PHASE_SOURCES)
+def test_sglang_phase_rule_matches_the_real_format_string(relpath, anchor, values, phase):
+    root, _version = sources("sglang")
+    for text in emitted(root / relpath, anchor, values):
+        line = "[2026-12-03 05:00:00 TP0] " + text
+        assert log.match_phase(line, "sglang") == phase, line
+
+
+def test_sglang_placeholders_used_above_are_the_real_ones():
+    """The values filled into the KV-cache and CUDA-graph lines come from the same files."""
+    root, _version = sources("sglang")
+    pool = (root / "srt/mem_cache/memory_pool.py").read_text()
+    assert 'else "KV Cache"' in pool and "'is allocated'}. dtype: " in pool
+    setup = (root / "srt/model_executor/model_runner_components/cuda_graph_setup.py").read_text()
+    assert 'capture_name = f"{role} decode"' in setup and 'capture_name = f"{role} verify"' in setup
+    assert '"cuda": "CUDA graph"' in setup
+    line = "[2026-12-03 05:00:00 TP0] Capture target verify CUDA graph begin. backend=full"
+    assert log.match_phase(line, "sglang") == "cuda_graph"
+
+
+def test_sglang_warmup_requests_are_phases():
+    """Every request the real warm-up sends, as uvicorn's access log shows it."""
+    root, _version = sources("sglang")
+    http_server = root / "srt/entrypoints/http_server.py"
+    requests = ["POST " + name for name in string_constants(http_server, "_execute_server_warmup", "request_name")]
+    assert "POST /v1/chat/completions" in requests and "POST /generate" in requests
+    source = http_server.read_text()
+    assert 'url + "/model_info"' in source
+    for request in ["GET /model_info"] + requests:
+        line = '[2026-12-03 05:00:00] INFO:     127.0.0.1:40312 - "%s HTTP/1.1" 200 OK' % request
+        assert log.match_phase(line, "sglang") == "warmup", line
+
+
+@pytest.mark.parametrize("relpath, anchor, cause", [
+    ("srt/server_args.py", "Port is already in use", "ports_held"),
+    ("srt/utils/network.py", "is not available in", "ports_held"),
+    ("srt/entrypoints/http_server.py", "Initialization failed. warmup error", "warmup_error"),
+])
+def test_sglang_cause_rule_matches_the_real_format_string(relpath, anchor, cause):
+    root, _version = sources("sglang")
+    for text in emitted(root / relpath, anchor, {"port_name": "dist_init_port", "port": "30001",
+                                                 "timeout_s": "30"}):
+        assert log.match_cause(text) == cause, text
+
+
+def test_sglang_port_check_renders_names_as_the_rule_expects():
+    """f"{dist_init_port=}" prints `dist_init_port=30001`: the rule keys on that spelling."""
+    root, _version = sources("sglang")
+    assert "Port is already in use. {dist_init_port=}" in (root / "srt/server_args.py").read_text()
+    dist_init_port = 30001
+    assert log.match_cause(f"Port is already in use. {dist_init_port=} port_base=30002") == "ports_held"
+
+
+def test_sglang_flavor_marker_of_the_server_args_line():
+    root, _version = sources("sglang")
+    (text,) = set(emitted(root / "srt/entrypoints/engine.py", "server_args=",
+                          {"_server_args_for_logging(server_args)": "{'model_path': '/m'}"}))
+    assert log.detect_flavor("[2026-12-03 05:00:00] " + text) == "sglang"
+
+
+def test_real_killall_patterns_are_the_default_kill_set():
+    root, _version = sources("sglang")
+    killall = (root / "cli/killall.py").read_text()
+    (real,) = re.findall(r'r"(sglang::[^"]*)"', killall)
+    assert real.split("|") == _patterns.SGLANG_PATTERNS
+
+
+def test_eagle3_classes_are_the_registered_ones():
+    root, _version = sources("sglang")
+
+    def entry_classes(pattern):
+        names = set()
+        for path in (root / "srt/models").glob(pattern):
+            names.update(re.findall(r"^EntryClass = \[(\w+)\]", path.read_text(), re.M))
+        return names
+
+    assert entry_classes("*eagle3.py") == set(_drafter.EAGLE3_ARCHITECTURES)
+    assert set(_drafter.EAGLE_ARCHITECTURES) <= entry_classes("*_eagle.py")
+
+
+def test_installed_sglang_is_the_tested_version():
+    _root, version = sources("sglang")
+    assert version == TESTED["sglang"], "move the tested version (README, roles/sglang_server/vars) with the pin"
+
+
+# (file under vllm/, anchor, phase)
+VLLM_PHASE_SOURCES = [
+    ("v1/engine/core.py", "Initializing a V1 LLM engine", "init"),
+    ("v1/worker/gpu_model_runner.py", "Starting to load model", "loading_weights"),
+    ("v1/worker/gpu_model_runner.py", "Model loading took", "weights_loaded"),
+    ("v1/core/kv_cache_utils.py", "KV cache size: ", "kv_cache"),
+    ("v1/worker/gpu_model_runner.py", "Graph capturing finished", "cuda_graph_done"),
+    ("v1/engine/core.py", "init engine (profile, create kv cache, warmup model) took", "engine_ready"),
+    ("entrypoints/launchers/api_server/entry.py", "Starting vLLM server on", "http_server"),
+]
+
+
+@pytest.mark.parametrize("relpath, anchor, phase", VLLM_PHASE_SOURCES)
+def test_vllm_phase_rule_matches_the_real_format_string(relpath, anchor, phase):
+    root, _version = sources("vllm")
+    for text in emitted(root / relpath, anchor):
+        line = "(EngineCore pid=1) INFO 12-03 05:00:00 [x.py:1] " + text.replace("1 KV cache", "GPU KV cache")
+        assert log.match_phase(line, "vllm") == phase, line
