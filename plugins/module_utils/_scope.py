@@ -17,7 +17,12 @@ sits:
    lists them on: `placed_by: memory`;
 2. else, for a tree not holding memory yet (a server still loading), the
    CUDA_VISIBLE_DEVICES of its processes, read from /proc/PID/environ (NVML
-   indices, or GPU UUIDs): `placed_by: CUDA_VISIBLE_DEVICES`;
+   indices, or GPU UUIDs; "-1" or "" places it on none): `placed_by:
+   CUDA_VISIBLE_DEVICES`. /proc/PID/environ is the environment at exec; a
+   process that retitled itself (setproctitle, as SGLang's schedulers do) has
+   overwritten it and tells nothing, so the tree's other processes (the
+   launch_server parent) are read too; an entry such as MIG-... that cannot be
+   placed counts as every GPU;
 3. else (no memory, no readable CUDA_VISIBLE_DEVICES): CUDA shows such a
    process every GPU, so it counts as sitting on all of them and is released
    (`placed_by: no placement, counts as every GPU`).

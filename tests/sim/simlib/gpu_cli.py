@@ -60,6 +60,8 @@ def _parser():
                                          "ROOT/dev/nvidiaN (a renamed container node, a bind mount)")
     s.add_argument("--open-only", action="store_true",
                    help="open the GPUs' device files but map none (NVML still lists the memory)")
+    s.add_argument("--user", help="drop to this user once the memory is held")
+    s.add_argument("--comm", help="set /proc/PID/comm (prctl PR_SET_NAME) after the title")
     s.add_argument("--leader-exits", action="store_true",
                    help="hold from a second thread; the main thread exits (the leader turns zombie)")
     s.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # detached child's report pipe
@@ -90,8 +92,9 @@ def _detach(args):
     for flag in ("open_only", "leader_exits"):
         if getattr(args, flag):
             cmd.append("--" + flag.replace("_", "-"))
-    if args.device_file:
-        cmd += ["--device-file", args.device_file]
+    for opt in ("device_file", "user", "comm"):
+        if getattr(args, opt):
+            cmd += ["--" + opt.replace("_", "-"), getattr(args, opt)]
     if args.title:
         cmd += ["--title", args.title]
     if args.ignore_term:
@@ -169,6 +172,9 @@ def _hold(args):
         except ImportError:
             return fail("--title needs setproctitle: run simctl with .venv/bin/python")
         setproctitle.setproctitle(args.title)
+    if args.comm:
+        import ctypes
+        ctypes.CDLL(None).prctl(15, args.comm.encode()[:15], 0, 0, 0)  # PR_SET_NAME
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     elif args.exit_delay > 0:
@@ -185,6 +191,12 @@ def _hold(args):
                      device_files=_device_files(args), map_gpus=not args.open_only)
     except (fakegpu.OutOfMemory, ValueError, OSError) as exc:
         return fail(exc)
+    if args.user:
+        import pwd
+        account = pwd.getpwnam(args.user)
+        os.setgroups([])
+        os.setgid(account.pw_gid)
+        os.setuid(account.pw_uid)
     if report:
         report.write("ok %d\n" % os.getpid())
         report.close()
