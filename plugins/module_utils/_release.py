@@ -268,7 +268,7 @@ class Releaser:
 
     def _gpu_report(self, before, after, plan):
         """Per selected GPU: memory before and after, and who holds it now."""
-        holders = plan.holdings.full()
+        holders = plan.holdings.full(thorough=False)
         now = describe(after if after is not None else before, holders, plan.table,
                        plan.protection, self.opts.v1_reserve_mib)
         was = {g["index"]: g for g in describe(before, _holders.DeviceHolders(), plan.table,

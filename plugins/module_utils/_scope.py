@@ -99,6 +99,7 @@ class Holdings:
         self.gpu_map = gpu_map or GpuMap()
         self._mapped = {}
         self._full = None
+        self._thorough = False
         self.nvml = {}  # pid -> minors NVML lists it on (compute or graphics)
         for rec in nvml_records:
             for proc in rec.get("processes", ()):
@@ -106,7 +107,7 @@ class Holdings:
 
     def mapped(self, pid):
         """Minors `pid` maps (its threads' maps when its leader has exited)."""
-        if self._full is not None:
+        if self._full is not None and self._thorough:
             return self._full.gpus.get(pid, set())
         if pid not in self._mapped:
             found = _holders.scan(self.devices, self.proc_root, pids=[pid], fds=False, ids=self.ids,
@@ -118,11 +119,18 @@ class Holdings:
         """Minors a process sits on: mapped, or listed by NVML."""
         return self.mapped(pid) | self.nvml.get(pid, set())
 
-    def full(self):
-        """Every visible process's mappings and fds (the device sweep's scan)."""
-        if self._full is None:
+    def full(self, thorough=True):
+        """Every visible process's mappings and fds.
+
+        thorough: every process's maps (the device sweep, while a selected GPU
+        is in use: a process may map a device and close its fd). Otherwise maps
+        only of processes with a device file open or listed by NVML (CUDA keeps
+        its device fds open): the cheap scan for the report of idle GPUs.
+        """
+        if self._full is None or (thorough and not self._thorough):
             self._full = _holders.scan(self.devices, self.proc_root, pids=sorted(self.table), ids=self.ids,
-                                       table=self.table, maps_all=False, also=self.nvml)
+                                       table=self.table, maps_all=thorough, also=self.nvml)
+            self._thorough = thorough
         return self._full
 
     def holders_of(self, minors, scan_all):
