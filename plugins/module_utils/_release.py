@@ -63,7 +63,8 @@ class Plan:
         trees = _scope.matched_trees(table, matched, lambda pid: bool(holders.held(pid) & selected))
         for root, tree in sorted(trees.items()):
             if scoped:
-                where, placed_by = _scope.place(tree, table, holders)
+                where, placed_by = _scope.place({p for p in tree if not protection.reason(p)} or tree,
+                                                table, holders)
                 if where is not None and not where & selected:
                     self.skipped_trees.append(_scope.skipped_record(root, tree, table, where, placed_by,
                                                                     holders.gpu_map))
@@ -139,10 +140,13 @@ class Releaser:
         extra = sorted(plan.tree_minors - set(minors))
         if not extra:
             return indices, minors, before
-        added = self.scope.records_for(extra)
-        self.scope.added = [r["index"] for r in added] if added else self.scope.gpu_map.indices(extra)
         if self.session is None:
+            self.scope.added = list(extra)
             return indices + extra, minors + extra, before
+        # Verified as well: the released trees' other GPUs that nobody else uses.
+        added = [r for r in self.scope.records_for(extra)
+                 if all(p["pid"] in plan.pattern for p in r["processes"])]
+        self.scope.added = [r["index"] for r in added]
         return indices + [r["index"] for r in added], minors + [r["minor"] for r in added], before + added
 
     def _plan(self, minors):

@@ -86,7 +86,7 @@ def _detach(args):
     rfd, wfd = os.pipe()
     python, env = sys.executable, None
     if args.daemon_exe:
-        python, env = _daemon_exe(args.root, args.title or "daemon")
+        python, env = daemon_exe(args.root, args.title or "daemon")
     cmd = [python, SIMCTL, "gpu", "hold", args.root, "--gpu", args.gpu,
            "--mib", str(args.mib), "--exit-delay", str(args.exit_delay), "--ready-fd", str(wfd)]
     for flag in ("open_only", "leader_exits"):
@@ -115,7 +115,7 @@ def _detach(args):
     return 1
 
 
-def _daemon_exe(root, title):
+def daemon_exe(root, title):
     """A root-owned, root-only-writable copy of this interpreter named like the daemon."""
     name = os.path.basename(title.split(" ")[0])
     sbin = os.path.join(os.path.abspath(root), "sbin")
