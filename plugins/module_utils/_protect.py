@@ -100,8 +100,14 @@ class Protection:
         # carry the same command line as the ansible process above us).
         self.lineage_cmdlines = {table[p].cmdline for p in self.lineage
                                  if p in table and table[p].argv}
-        self.ansible = ansible_pids(table)
+        self._ansible = None  # computed on first need: a no-op never needs it
         self._cache = {}
+
+    @property
+    def ansible(self):
+        if self._ansible is None:
+            self._ansible = ansible_pids(self.table)
+        return self._ansible
 
     def reason(self, pid):
         """Why `pid` is protected, or None."""
