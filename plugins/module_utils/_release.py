@@ -19,6 +19,10 @@ from ._signals import Target, close_all, release
 
 VERIFY_POLL = 0.02  # seconds between NVML reads while memory drains
 STUCK_AFTER = 2.0  # seconds of unchanged memory before checking who still holds it
+# A run that has found nothing to signal in any pass reuses its last snapshot for
+# passes made within this many seconds (the no-op's rescan and report): nothing was
+# signalled, so nothing of ours can have changed; a run that ever had a target never does.
+QUIET_REUSE = 0.25
 
 
 class ReleaseOptions:
@@ -155,6 +159,18 @@ class Releaser:
             plan, scope.first_plan = scope.first_plan, None
             return plan
         del minors  # the sweep always takes the selected GPUs; added ones are only verified
+        quiet = scope.quiet_plan
+        if quiet is not None and time.monotonic() - quiet[0] <= QUIET_REUSE:
+            return quiet[1]  # nothing to signal so far in this run, and a moment ago
+        plan = self._new_plan()
+        if scope.quiet and not plan.pattern and not plan.sweep:
+            scope.quiet_plan = (time.monotonic(), plan)
+        else:
+            scope.quiet, scope.quiet_plan = False, None
+        return plan
+
+    def _new_plan(self):
+        scope = self.scope
         table = _proctable.snapshot()
         protection = Protection(table, os.getpid(), self.extra_protect)
         regexes = compile_patterns(self.opts.patterns, self.opts.force_broad)
@@ -314,6 +330,7 @@ class _ScopeState:
         self.minors = list(minors)
         self.session = session
         self.first_plan = None
+        self.quiet, self.quiet_plan = True, None
         self.added = []
         self.all_records = None
         if session is not None:
