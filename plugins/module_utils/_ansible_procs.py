@@ -24,13 +24,14 @@ recognised by what they run, not by a pattern:
 from __future__ import annotations
 
 import os
+import re
 
 ENTRY_POINTS = frozenset(("ansible", "ansible-playbook", "ansible-runner", "ansible-console",
                           "ansible-pull", "ansible-inventory", "ansible-connection", "ansible-doc",
                           "ansible-config", "ansible-vault", "ansible-galaxy", "ansible-test",
                           "ansible-navigator", "ansible-lint"))
 MODULES = frozenset(("ansible", "ansible_runner", "ansible_navigator"))  # python -m NAME
-PAYLOAD_MARKS = ("AnsiballZ_", "ansible-tmp-", "/.ansible/tmp/")
+PAYLOAD = re.compile(r"AnsiballZ_|ansible-tmp-\d|/\.ansible/tmp/")
 SSH_MARKS = ("/.ansible/cp/", "ansible-ssh-")
 SSH_CLIENTS = frozenset(("ssh", "scp", "sftp", "sshpass"))
 # What may sit between an sshd session and the module: the session itself and shells.
@@ -66,7 +67,7 @@ def entry_point(argv):
 
 
 def _payload(argv):
-    return any(mark in arg for arg in argv for mark in PAYLOAD_MARKS)
+    return any(PAYLOAD.search(arg) for arg in argv)
 
 
 def _ssh_of_ansible(argv):
@@ -82,6 +83,12 @@ def is_ansible(info):
     """True for a process that is Ansible itself (not a child it started)."""
     argv = info.argv
     return bool(entry_point(argv) or _payload(argv) or _ssh_of_ansible(argv))
+
+
+def _carrier(info):
+    """A shell, or a bare interpreter reading the module from stdin (pipelining)."""
+    name = _base(info.argv[0] if info.argv else info.name).lstrip("-")  # "-bash": a login shell
+    return name in CARRIERS or (_is_interpreter(name) and len(info.argv) == 1)
 
 
 def _is_sshd_session(info):
@@ -103,7 +110,7 @@ def ansible_pids(table):
             if _is_sshd_session(info):
                 carriers.add(info.pid)
                 break
-            if _base(info.argv[0] if info.argv else info.name) not in CARRIERS:
+            if not _carrier(info):
                 break
             carriers.add(info.pid)
             info = table.get(info.ppid)

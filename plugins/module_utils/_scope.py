@@ -4,7 +4,7 @@
 """Which pattern-matched trees a release may touch, and on which GPUs they sit.
 
 A matched tree is a pattern match with its descendants. The descent stops at
-a process of another session (another tmux or screen pane, a process that
+a process whose session differs from its parent's (another tmux or screen pane, a process that
 called setsid) unless that process matches a pattern itself or holds a
 selected GPU: a tmux server whose argv holds the launch command must not take
 the training job in another tmux session along.
@@ -158,12 +158,12 @@ def matched_trees(table, matched, holds_selected):
     depth = {pid: len(_proctable.ancestors(table, pid)) for pid in matched}
     for pid in sorted(matched, key=lambda p: (depth[p], p)):
         root = tree_of.get(pid, pid)
-        info = table[pid]
 
-        def stop(child, sid=info.sid):
+        def stop(child):
             kid = table.get(child)
-            if kid is None or kid.sid is None or sid is None or kid.sid == sid:
-                return False
+            parent = table.get(kid.ppid) if kid is not None else None
+            if parent is None or kid.sid is None or parent.sid is None or kid.sid == parent.sid:
+                return False  # no session boundary between the child and its parent
             return child not in matched and not holds_selected(child)
 
         members = {pid} | _proctable.descendants(table, [pid], stop=stop)
