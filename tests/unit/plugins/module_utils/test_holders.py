@@ -103,6 +103,7 @@ def test_files_in_another_directory_are_not_holders(tmp_path, devices, start_hol
     pid = start_holder(str(other), opened=["nvidia0"], mapped=["nvidia0"])
     found = holders.scan(devices)  # prefix "…/dev/" must not match "…/dev2/"
     assert pid not in found.gpus and pid not in found.control
+    assert found.unresolved.get(pid) == {str(other / "nvidia0")}  # named, with its path
     assert holders.scan(str(other)).gpus[pid] == {0}
 
 
@@ -191,18 +192,6 @@ def test_a_renamed_file_is_the_gpu_it_is(tmp_path, devices, start_holder):
     assert found.opened[pid] == {3}
     assert pid in found.control
     assert found.holders_of([0]) == set()
-
-
-def test_identity_wins_over_the_path_in_the_devices_dir(tmp_path, devices, start_holder):
-    """A path that says nvidia0 in the devices dir but is another file: not GPU 0."""
-    other = tmp_path / "elsewhere"
-    other.mkdir()
-    with open(other / "nvidia0", "wb") as handle:
-        handle.truncate(mmap.PAGESIZE)
-    pid = start_holder(str(other), mapped=["nvidia0"])
-    found = holders.scan(devices)
-    assert pid not in found.gpus
-    assert found.unresolved.get(pid) == {str(other / "nvidia0")}
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
