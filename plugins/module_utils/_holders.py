@@ -170,7 +170,7 @@ def scan(devices, proc_root="/proc", pids=None, fds=True, ids=None, table=None, 
         for base in _bases(proc_root, pid, info):
             if fds:
                 _scan_fds(result, pid, base, ids)
-            if maps_all or pid in also or pid in result.opened or pid in result.control:
+            if maps_all or pid in also or pid in result.opened or pid in result.control or pid in result.unresolved:
                 _scan_maps(result, pid, base, ids)
     return result
 
@@ -217,8 +217,11 @@ def _scan_fds(result, pid, base, ids):
             kind = classify_stat(os.stat(path), ids)
         except OSError:
             pass
+        target = target.replace(" (deleted)", "")
         if kind is None:
-            kind = _classify(target.replace(" (deleted)", ""), ids.prefix)
+            kind = _classify(target, ids.prefix)
+        if kind is None and _GPU_NAME.search(target):
+            result.unresolved.setdefault(pid, set()).add(target)
         _record(result, pid, kind, mapped=False)
 
 

@@ -199,6 +199,7 @@ class Releaser:
             result["skipped_trees"] = scope.skipped_trees
             result["gpus_selected"] = list(scope.indices)
             result["gpus_added"] = list(scope.added)
+            result["unresolved_holders"] = scope.unresolved
         return result
 
     def _run(self):
@@ -289,6 +290,8 @@ class Releaser:
     def _gpu_report(self, before, after, plan):
         """Per selected GPU: memory before and after, and who holds it now."""
         holders = plan.holdings.full(thorough=False)
+        self.scope.unresolved = [dict(holder_record(plan.table[pid]), paths=sorted(paths))
+                                 for pid, paths in sorted(holders.unresolved.items()) if pid in plan.table]
         now = describe(after if after is not None else before, holders, plan.table,
                        plan.protection, self.opts.v1_reserve_mib)
         was = {g["index"]: g for g in describe(before, _holders.DeviceHolders(), plan.table,
@@ -332,6 +335,7 @@ class _ScopeState:
         self.first_plan = None
         self.quiet, self.quiet_plan = True, None
         self.added = []
+        self.unresolved = []
         self.all_records = None
         if session is not None:
             try:  # every GPU's index, minor and UUID, to place trees by CUDA_VISIBLE_DEVICES

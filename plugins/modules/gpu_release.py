@@ -236,6 +236,16 @@ gpus_added:
   returned: always
   type: list
   elements: int
+unresolved_holders:
+  description:
+    - Processes that map a file named like a GPU device (C(.../nvidiaN)) whose device could not be
+      identified (not a character device of major 195, not a file of O(devices), and
+      C(/proc/PID/map_files) not readable without root): they are not swept; run as root to resolve them.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {pid: 7001, user: alice, cmdline: "python3 job.py", state: sleeping, paths: ["/jail/dev/nvidia3"]}
 timings:
   description: Seconds spent in each phase (C(pattern), C(sweep), C(verify)).
   returned: when not in check mode

@@ -239,6 +239,25 @@ def test_a_holder_behind_a_bind_mounted_path_is_swept(gpu_root, ns, tmp_path):
     assert res["_rc"] == 0, res.get("msg")
     assert [(k["pid"], k["reason"]) for k in res["killed"]] == [(holder, "device")]
     assert used(root)[3] == 0
+    assert res["unresolved_holders"] == []
+
+
+def test_a_mapping_of_an_unknown_nvidia_file_is_named(gpu_root, ns, tmp_path):
+    """A file named nvidia3 that is no device of this host: not swept, but named with its path."""
+    root, env = gpu_root
+    other = tmp_path / "other-dev"
+    other.mkdir()
+    (other / "nvidia3").write_bytes(b"\0" * 4096)
+    code = ("import mmap, os, time; fd = os.open(%r, os.O_RDWR); m = mmap.mmap(fd, 4096); "
+            "print('ready', flush=True); time.sleep(600)" % str(other / "nvidia3"))
+    proc = ns.popen([PYTHON, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    pid = ns_pid_of(ns, "other-dev/nvidia3")[0]
+    res = run_module("gpu_release", {"gpus": [3]}, env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    assert [(h["pid"], h["paths"]) for h in res["unresolved_holders"]] == [(pid, [str(other / "nvidia3")])]
+    assert ns.alive(pid)
+    proc.kill()
 
 
 # ---- item 4: protection by identity ------------------------------------------------------
