@@ -6,7 +6,6 @@ fake GPU kit, each in a private PID namespace (`ns`) so that no kill reaches out
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
