@@ -9,17 +9,41 @@ of /proc/PID/maps); CUDA contexts do both. /dev/nvidiactl, /dev/nvidia-uvm and
 included, and this module itself), so they say nothing about which GPU a
 process uses: they are recorded as `control` and never make a sweep target.
 psutil.open_files() lists regular files only, hence the /proc scan.
+
+Which GPU a mapping or an fd refers to is decided by the file it refers to,
+never by its path: a container started with `--device /dev/nvidia5:/dev/nvidia0`
+maps a file named nvidia0 that is GPU 5, and a chroot or bind mount shows the
+same device under another path. A file is known by its identity:
+
+- a character device of major 195 (the NVIDIA driver) is GPU minor N for
+  minors below 254 (254 is nvidia-modeset, 255 nvidiactl: control files);
+- any file is also known by (st_dev, st_ino) from a stat of the devices
+  directory, which a maps line carries as "dev inode" (hard links and bind
+  mounts keep both; the simulated GPUs are regular files known this way);
+- a mapping whose (dev, inode) is unknown but whose path names an nvidia file
+  is resolved with a stat of /proc/PID/map_files/START-END (root only); an fd
+  with a stat of /proc/PID/fd/N. Where neither works, the path decides if it
+  lies in the devices directory, else the mapping is recorded as `unresolved`
+  (reported, with its path, so that a missed holder has a reason).
+
+A thread group whose leader has exited (the leader is a zombie; its maps and
+fd table read empty) but whose other threads still hold the GPU is read per
+thread (/proc/PID/task/TID/maps and fd).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 
 DEFAULT_DEVICES = "/dev"
 DEVICES_ENV = "GPUFLEET_NVIDIA_DEVICES"
+NVIDIA_MAJOR = 195
+NVIDIA_GPU_MINORS = 254  # minors 0-253 are GPUs; 254 nvidia-modeset, 255 nvidiactl
 
 _GPU_FILE = re.compile(r"^nvidia(\d+)$")
+_GPU_NAME = re.compile(r"(?:^|/)nvidia(\d+)$")
 
 
 def devices_dir(option_value):
@@ -38,6 +62,7 @@ class DeviceHolders:
         self.gpus = {}    # pid -> minors mapped
         self.opened = {}  # pid -> minors open (fd)
         self.control = set()
+        self.unresolved = {}  # pid -> paths of nvidia-looking mappings whose device is unknown
 
     def holders_of(self, minors, include_open=False):
         """PIDs that map one of `minors`; with include_open, also those that only have one open."""
@@ -46,6 +71,12 @@ class DeviceHolders:
         if include_open:
             found |= {pid for pid, held in self.opened.items() if held & minors}
         return found
+
+    def held_by(self, pid, include_open=False):
+        held = set(self.gpus.get(pid, ()))
+        if include_open:
+            held |= self.opened.get(pid, set())
+        return held
 
 
 def _classify(path, prefix):
@@ -61,6 +92,56 @@ def _classify(path, prefix):
     return None
 
 
+def classify_stat(st, ids=None):
+    """GPU minor, 'control' or None for a stat result of a mapped or open file."""
+    if stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == NVIDIA_MAJOR:
+        minor = os.minor(st.st_rdev)
+        return minor if minor < NVIDIA_GPU_MINORS else "control"
+    if ids is not None:
+        return ids.by_inode.get((st.st_dev, st.st_ino))
+    return None
+
+
+class DeviceIds:
+    """The device files of a devices directory, known by identity."""
+
+    def __init__(self, devices):
+        self.prefix = os.path.realpath(devices).rstrip("/") + "/"
+        self.by_inode = {}
+        for rel in self._entries(devices):
+            try:
+                st = os.stat(os.path.join(devices, rel))
+            except OSError:
+                continue
+            kind = classify_stat(st)
+            if kind is None:
+                match = _GPU_FILE.match(rel)
+                kind = int(match.group(1)) if match else "control"
+            self.by_inode[(st.st_dev, st.st_ino)] = kind
+        # maps lines write the device as hex "major:minor" and the inode in decimal.
+        self.maps_keys = {("%02x:%02x %d" % (os.major(dev), os.minor(dev), ino)).encode(): kind
+                          for (dev, ino), kind in self.by_inode.items()}
+        self._needles = [b" " + key + b" " for key in self.maps_keys] + [b"nvidia"]
+
+    @staticmethod
+    def _entries(devices):
+        try:
+            names = os.listdir(devices)
+        except OSError:
+            return []
+        out = [n for n in names if n.startswith("nvidia")]
+        if "nvidia-caps" in names:
+            try:
+                out += ["nvidia-caps/" + n for n in os.listdir(os.path.join(devices, "nvidia-caps"))]
+            except OSError:
+                pass
+        return out
+
+    def may_hold(self, data):
+        """Cheap test on a whole maps file: can any line refer to a device file?"""
+        return any(needle in data for needle in self._needles)
+
+
 def _record(result, pid, kind, mapped=True):
     if kind == "control":
         result.control.add(pid)
@@ -68,45 +149,107 @@ def _record(result, pid, kind, mapped=True):
         (result.gpus if mapped else result.opened).setdefault(pid, set()).add(kind)
 
 
-def scan(devices, proc_root="/proc"):
-    """Scan every visible process's fds and memory maps for the device files."""
-    prefix = os.path.realpath(devices).rstrip("/") + "/"
+def scan(devices, proc_root="/proc", pids=None, fds=True, ids=None, table=None, maps_all=True, also=()):
+    """Scan processes' fds and memory maps for the device files.
+
+    `pids`: only these (default: every visible process); `table`: their
+    snapshot, which says who is a zombie (else /proc/PID/stat is read).
+    With `maps_all` false the maps are read only for processes that have a
+    device file open (every CUDA process keeps its device fds open) and for
+    those in `also`: the cheap scan for a host with thousands of processes.
+    """
+    ids = ids or DeviceIds(devices)
     result = DeviceHolders()
-    for entry in os.listdir(proc_root):
-        if not entry.isdigit():
+    if pids is None:
+        pids = [int(e) for e in _listdir(proc_root) if e.isdigit()]
+    also = set(also)
+    for pid in pids:
+        info = table.get(pid) if table is not None else None
+        if info is not None and info.is_kernel_thread:
             continue
-        pid = int(entry)
-        base = os.path.join(proc_root, entry)
-        _scan_fds(result, pid, base, prefix)
-        _scan_maps(result, pid, base, prefix)
+        for base in _bases(proc_root, pid, info):
+            if fds:
+                _scan_fds(result, pid, base, ids)
+            if maps_all or pid in also or pid in result.opened or pid in result.control or pid in result.unresolved:
+                _scan_maps(result, pid, base, ids)
     return result
 
 
-def _scan_fds(result, pid, base, prefix):
-    fd_dir = base + "/fd"
+def _listdir(path):
     try:
-        fds = os.listdir(fd_dir)
+        return os.listdir(path)
     except OSError:
-        return  # gone, a kernel thread, or not ours to read
-    for fd in fds:
+        return []
+
+
+def _bases(proc_root, pid, info=None):
+    """/proc/PID, and its threads' directories when the leader has exited (a zombie)."""
+    base = "%s/%d" % (proc_root, pid)
+    if info is not None:
+        if info.status != "zombie" or info.threads <= 1:
+            return [base]
+    else:
         try:
-            target = os.readlink(fd_dir + "/" + fd)
+            with open(base + "/stat", "rb") as handle:
+                data = handle.read()
+            close = data.rindex(b")")
+            if data[close + 2:close + 3] != b"Z":
+                return [base]
+        except (OSError, ValueError):
+            return [base]
+    tids = [t for t in _listdir(base + "/task") if t.isdigit() and int(t) != pid]
+    return [base] + ["%s/task/%s" % (base, t) for t in tids]
+
+
+def _scan_fds(result, pid, base, ids):
+    fd_dir = base + "/fd"
+    fds = _listdir(fd_dir)  # empty: gone, a kernel thread, or not ours to read
+    for fd in fds:
+        path = fd_dir + "/" + fd
+        try:
+            target = os.readlink(path)
         except OSError:
             continue
-        _record(result, pid, _classify(target.replace(" (deleted)", ""), prefix), mapped=False)
+        if "nvidia" not in target:
+            continue  # sockets, pipes, ordinary files
+        kind = None
+        try:
+            kind = classify_stat(os.stat(path), ids)
+        except OSError:
+            pass
+        target = target.replace(" (deleted)", "")
+        if kind is None:
+            kind = _classify(target, ids.prefix)
+        if kind is None and _GPU_NAME.search(target):
+            result.unresolved.setdefault(pid, set()).add(target)
+        _record(result, pid, kind, mapped=False)
 
 
-def _scan_maps(result, pid, base, prefix):
+def _scan_maps(result, pid, base, ids):
     try:
         with open(base + "/maps", "rb") as handle:
             data = handle.read()
     except OSError:
         return
-    needle = prefix.encode()
-    if needle not in data:
+    if not ids.may_hold(data):
         return
     for line in data.splitlines():
-        at = line.find(needle)
-        if at >= 0:
-            path = line[at:].decode("utf-8", "replace").replace(" (deleted)", "")
-            _record(result, pid, _classify(path, prefix))
+        fields = line.split(None, 5)
+        if len(fields) < 5 or fields[4] == b"0":
+            continue
+        kind = ids.maps_keys.get(fields[3] + b" " + fields[4])
+        path = fields[5].decode("utf-8", "replace").replace(" (deleted)", "") if len(fields) > 5 else ""
+        if kind is None and "nvidia" in path:
+            kind = _resolve_mapping(base, fields[0], ids)
+            if kind is None:
+                kind = _classify(path, ids.prefix)
+            if kind is None and _GPU_NAME.search(path):
+                result.unresolved.setdefault(pid, set()).add(path)
+        _record(result, pid, kind)
+
+
+def _resolve_mapping(base, span, ids):
+    try:
+        return classify_stat(os.stat("%s/map_files/%s" % (base, span.decode())), ids)
+    except (OSError, UnicodeDecodeError):
+        return None  # map_files needs CAP_SYS_ADMIN (CAP_CHECKPOINT_RESTORE) to follow

@@ -1,11 +1,18 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A snapshot of the process table and the tree relations the release needs."""
+"""A snapshot of the process table and the tree relations the release needs.
+
+The snapshot reads the cheap facts of every process straight from /proc
+(one read of /proc/PID/stat and one of /proc/PID/cmdline); the owner's name,
+the executable and the environment are read only for the few processes that
+need them (lazily), so a host with thousands of idle processes costs little.
+"""
 
 from __future__ import annotations
 
 import os
+import pwd
 
 try:
     import psutil
@@ -16,26 +23,58 @@ except ImportError as exc:  # pragma: no cover - exercised on hosts without psut
     HAS_PSUTIL = False
     PSUTIL_IMPORT_ERROR = exc
 
-_ATTRS = ["pid", "ppid", "create_time", "username", "cmdline", "name", "status"]
+PROC = "/proc"
+# include/linux/sched.h: "I am a kernel thread". PPID 2 is no proof: in a PID
+# namespace PID 2 is an ordinary process (the launcher under tini).
+PF_KTHREAD = 0x00200000
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# psutil's names for /proc/PID/stat states (psutil._pslinux.PROC_STATUSES).
+STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "T": "stopped", "t": "tracing-stop",
+          "Z": "zombie", "X": "dead", "x": "dead", "K": "wake-kill", "W": "waking", "I": "idle",
+          "P": "parked"}
+_UNSET = object()
+_USERS = {}
+
+
+def user_name(uid):
+    """The account name of `uid` (as psutil says it), or the number as text."""
+    if uid is None:
+        return None
+    if uid not in _USERS:
+        try:
+            _USERS[uid] = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            _USERS[uid] = str(uid)
+    return _USERS[uid]
 
 
 class ProcInfo:
     """What we know of one process at snapshot time.
 
     `create_time` identifies the process together with its PID: a PID seen
-    again later with another start time is a different process.
+    again later with another start time is a different process. `user`, `uid`,
+    `exe` and `environ` are read from /proc when first asked for.
     """
 
-    __slots__ = ("pid", "ppid", "create_time", "user", "argv", "name", "status")
+    __slots__ = ("pid", "ppid", "create_time", "argv", "name", "status", "flags", "sid", "pgrp",
+                 "threads", "_user", "_uid", "_exe", "_environ", "proc_root")
 
-    def __init__(self, pid, ppid, create_time, user, argv, name, status):
+    def __init__(self, pid, ppid, create_time, user, argv, name, status, **facts):
         self.pid = pid
         self.ppid = ppid
         self.create_time = create_time
-        self.user = user
+        self._user = user if user is not None else _UNSET
         self.argv = list(argv or [])
         self.name = name or ""
         self.status = status or ""
+        self.flags = facts.get("flags")
+        self.sid = facts.get("sid")
+        self.pgrp = facts.get("pgrp")
+        self.threads = facts.get("threads", 1)
+        self._uid = facts.get("uid", _UNSET)
+        self._exe = facts.get("exe", _UNSET)
+        self._environ = facts.get("environ", _UNSET)
+        self.proc_root = facts.get("proc_root", PROC)
 
     @property
     def cmdline(self):
@@ -44,25 +83,135 @@ class ProcInfo:
 
     @property
     def is_kernel_thread(self):
-        # kthreadd is PID 2 and parents every kernel thread (host namespace).
-        return self.pid == 2 or self.ppid == 2
+        if self.flags is not None:
+            return bool(self.flags & PF_KTHREAD)
+        # Hand-built records without flags: kthreadd itself.
+        return self.pid == 2 and self.ppid == 0
+
+    @property
+    def uid(self):
+        """Real user ID (from /proc/PID/status), None when unreadable."""
+        if self._uid is _UNSET:
+            self._uid = None
+            try:
+                with open("%s/%d/status" % (self.proc_root, self.pid), "rb") as handle:
+                    for line in handle:
+                        if line.startswith(b"Uid:"):
+                            self._uid = int(line.split()[1])
+                            break
+            except (OSError, ValueError, IndexError):
+                pass
+        return self._uid
+
+    @property
+    def user(self):
+        if self._user is _UNSET:
+            self._user = user_name(self.uid)
+        return self._user
+
+    @property
+    def exe(self):
+        """The executable's path (readlink of /proc/PID/exe), None when unreadable."""
+        if self._exe is _UNSET:
+            try:
+                self._exe = os.readlink("%s/%d/exe" % (self.proc_root, self.pid))
+            except OSError:
+                self._exe = None
+        return self._exe
+
+    @property
+    def environ(self):
+        """{name: value} from /proc/PID/environ, or None when it cannot be read."""
+        if self._environ is _UNSET:
+            self._environ = read_environ(self.pid, self.proc_root)
+        return self._environ
 
     def as_dict(self):
         return {"pid": self.pid, "user": self.user, "cmdline": self.cmdline,
                 "state": self.status}
 
 
-def snapshot():
+def read_environ(pid, proc_root=PROC):
+    try:
+        with open("%s/%d/environ" % (proc_root, pid), "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    out = {}
+    for item in data.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            out[os.fsdecode(key)] = os.fsdecode(value)
+    return out
+
+
+def _boot_time():
+    if HAS_PSUTIL:
+        return psutil.boot_time()
+    with open(PROC + "/stat", "rb") as handle:  # pragma: no cover - psutil is required
+        for line in handle:
+            if line.startswith(b"btime"):
+                return float(line.split()[1])
+    return 0.0  # pragma: no cover
+
+
+def parse_stat(data):
+    """(comm, fields after comm) of a /proc/PID/stat line."""
+    close = data.rindex(b")")
+    return data[data.index(b"(") + 1:close], data[close + 2:].split()
+
+
+def _argv(data):
+    """psutil's reading of /proc/PID/cmdline (NUL-separated; one blank-separated title)."""
+    if not data:
+        return []
+    text = os.fsdecode(data)
+    if text.endswith("\0"):
+        text = text[:-1]
+    return text.split("\0") if "\0" in text else text.split(" ")
+
+
+def _read(path):
+    """The whole file, with raw os calls: cheaper than open() for thousands of small reads."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = [os.read(fd, 4096)]
+        while len(chunks[-1]) == 4096:
+            chunks.append(os.read(fd, 65536))
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_one(pid, boot=None, proc_root=PROC):
+    """ProcInfo for `pid` from /proc/PID/stat and cmdline, or None when it is gone."""
+    base = "%s/%d" % (proc_root, pid)
+    try:
+        stat = _read(base + "/stat")
+        cmd = _read(base + "/cmdline")
+        comm, fields = parse_stat(stat)
+    except (OSError, ValueError):
+        return None
+    if boot is None:
+        boot = _boot_time()
+    state = fields[0].decode()
+    # Fields after comm: state(3) ppid(4) pgrp(5) session(6) ... flags(9) ...
+    # num_threads(20) ... starttime(22), numbered as in proc(5).
+    return ProcInfo(pid, int(fields[1]), float(fields[19]) / CLOCK_TICKS + boot, None, _argv(cmd),
+                    os.fsdecode(comm), STATES.get(state, state), flags=int(fields[6]),
+                    sid=int(fields[3]), pgrp=int(fields[2]), threads=int(fields[17]),
+                    proc_root=proc_root)
+
+
+def snapshot(proc_root=PROC):
     """Return {pid: ProcInfo} for every process visible now."""
     table = {}
-    for proc in psutil.process_iter(_ATTRS):
-        info = proc.info
-        if info.get("create_time") is None:
-            continue  # vanished while being read
-        table[info["pid"]] = ProcInfo(
-            info["pid"], info.get("ppid") or 0, info["create_time"],
-            info.get("username"), info.get("cmdline"), info.get("name"),
-            info.get("status"))
+    boot = _boot_time()
+    for entry in os.listdir(proc_root):
+        if entry.isdigit():
+            info = read_one(int(entry), boot, proc_root)
+            if info is not None:
+                table[info.pid] = info
     return table
 
 
@@ -73,13 +222,16 @@ def children_map(table):
     return kids
 
 
-def descendants(table, roots):
-    """Every descendant of `roots` in the snapshot (roots excluded)."""
+def descendants(table, roots, stop=None):
+    """Every descendant of `roots` in the snapshot (roots excluded).
+
+    `stop(pid)`: when true, the descent does not enter that process (nor below it).
+    """
     kids = children_map(table)
     found, stack = set(), list(roots)
     while stack:
         for child in kids.get(stack.pop(), ()):
-            if child not in found:
+            if child not in found and not (stop and stop(child)):
                 found.add(child)
                 stack.append(child)
     return found - set(roots)

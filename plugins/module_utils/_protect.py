@@ -1,36 +1,76 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Which processes gpu_release must never signal, and why."""
+"""Which processes gpu_release must never signal, and why.
+
+Protection goes by what a process is, never by what it calls itself: a title
+(setproctitle, argv[0]) or a comm (prctl PR_SET_NAME) can be set by anyone.
+
+- a GPU daemon is a process that runs a daemon's executable (the base name of
+  /proc/PID/exe), from a file owned by root and writable by root only, as root
+  or a system user (UID below 1000); where /proc/PID/exe cannot be read (a
+  non-root caller looking at a root process), its argv[0] stands in, still only
+  for root or system users;
+- a kernel thread carries PF_KTHREAD in /proc/PID/stat (PPID 2 proves nothing:
+  in a PID namespace PID 2 is an ordinary process, the launcher under tini);
+- Ansible's own processes (_ansible_procs), the module's ancestors and its own
+  helpers, PID 1, and what the `protect` regexes match.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 
+from ._ansible_procs import ansible_pids
 from ._errors import InvalidInput
 from ._proctable import ancestors, descendants
 
-# GPU system daemons, matched on the program's base name (argv[0] or comm).
+# GPU system daemons, by the base name of their executable.
 # Killing them breaks monitoring, MPS clients, the fabric or the desktop.
 DAEMONS = ("nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi", "nvidia-fabricmanager",
            "nv-fabricmanager", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server", "Xorg", "Xwayland",
            "X", "nvidia-device-plugin", "k8s-device-plugin", "gpu-feature-discovery")
 COMM_LEN = 15  # the kernel cuts /proc/PID/comm to 15 characters
+SYSTEM_UID_MAX = 999  # login.defs SYS_UID_MAX: daemons' own accounts (nvidia-persistenced, nvidia-dcgm)
 
 
 def is_daemon_name(name):
-    if name in DAEMONS:
-        return True
-    # A name read from comm alone (no readable cmdline) may be cut short.
-    return len(name) == COMM_LEN and any(d.startswith(name) for d in DAEMONS)
+    return name in DAEMONS
 
 
 def program_names(info):
+    """Names a process shows (comm and argv[0]): for reports, never for protection."""
     names = {info.name}
     if info.argv:
         names.add(os.path.basename(info.argv[0].split(" ")[0]))
     return {n for n in names if n}
+
+
+def system_user(uid):
+    return uid is not None and 0 <= uid <= SYSTEM_UID_MAX
+
+
+def exe_file_trusted(info):
+    """The executable behind /proc/PID/exe is root's and writable by root only."""
+    try:
+        st = os.stat("%s/%d/exe" % (info.proc_root, info.pid))
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o022
+
+
+def daemon_identity(info, exe_trusted=exe_file_trusted):
+    """True when `info` is a GPU daemon by what it runs and who runs it."""
+    if not system_user(info.uid):
+        return False
+    exe = info.exe
+    if exe is not None:
+        name = os.path.basename(exe[:-len(" (deleted)")] if exe.endswith(" (deleted)") else exe)
+        return is_daemon_name(name) and exe_trusted(info)
+    # The executable cannot be read (not ours to inspect): argv[0] of a root/system process.
+    return bool(info.argv) and is_daemon_name(os.path.basename(info.argv[0].split(" ")[0]))
 
 
 def compile_protect(patterns):
@@ -48,10 +88,11 @@ def compile_protect(patterns):
 class Protection:
     """Decides, for a snapshot, which PIDs are protected and for what reason."""
 
-    def __init__(self, table, own_pid, extra_regexes=()):
+    def __init__(self, table, own_pid, extra_regexes=(), exe_trusted=exe_file_trusted):
         self.table = table
         self.own_pid = own_pid
         self.extra = list(extra_regexes)
+        self.exe_trusted = exe_trusted
         self.lineage = set(ancestors(table, own_pid)) | {own_pid}
         # Our own helpers (the bounded NVML child) hold the device files too.
         self.own_tree = descendants(table, [own_pid]) | {own_pid}
@@ -59,9 +100,22 @@ class Protection:
         # carry the same command line as the ansible process above us).
         self.lineage_cmdlines = {table[p].cmdline for p in self.lineage
                                  if p in table and table[p].argv}
+        self._ansible = None  # computed on first need: a no-op never needs it
+        self._cache = {}
+
+    @property
+    def ansible(self):
+        if self._ansible is None:
+            self._ansible = ansible_pids(self.table)
+        return self._ansible
 
     def reason(self, pid):
         """Why `pid` is protected, or None."""
+        if pid not in self._cache:
+            self._cache[pid] = self._reason(pid)
+        return self._cache[pid]
+
+    def _reason(self, pid):
         if pid in self.own_tree:
             return "self"
         if pid in self.lineage:
@@ -73,10 +127,12 @@ class Protection:
             return None
         if info.is_kernel_thread:
             return "kernel thread"
-        if any(is_daemon_name(n) for n in program_names(info)):
-            return "gpu daemon"
+        if pid in self.ansible:
+            return "ansible"
         if info.argv and info.cmdline in self.lineage_cmdlines:
             return "copy of an ancestor"
         if any(r.search(info.cmdline) for r in self.extra):
             return "protect pattern"
+        if daemon_identity(info, self.exe_trusted):
+            return "gpu daemon"
         return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import _holders, _proctable
+from . import _holders, _proctable, _scope
 from ._errors import GpuFleetError, InvalidInput, MissingLibrary
 from ._gpu_select import check_against, parse_gpus
 from ._gpu_state import describe, holder_record
@@ -19,6 +19,10 @@ from ._signals import Target, close_all, release
 
 VERIFY_POLL = 0.02  # seconds between NVML reads while memory drains
 STUCK_AFTER = 2.0  # seconds of unchanged memory before checking who still holds it
+# A run that has found nothing to signal in any pass reuses its last snapshot for
+# passes made within this many seconds (the no-op's rescan and report): nothing was
+# signalled, so nothing of ours can have changed; a run that ever had a target never does.
+QUIET_REUSE = 0.25
 
 
 class ReleaseOptions:
@@ -42,29 +46,49 @@ class ReleaseOptions:
 
 
 class Plan:
-    """Who would be signalled, and who is spared, for one snapshot."""
+    """Who would be signalled, and who is spared, for one snapshot.
 
-    def __init__(self, table, protection, regexes, minors, opts, holders):
+    `holders` is a _scope.Holdings; `minors` the selected GPUs' minors; with
+    `scoped` (a GPU subset) a matched tree is released only when it sits on a
+    selected GPU (_scope); `busy`: minors NVML shows in use (None without NVML),
+    the device sweep scans /proc only while one of the selected GPUs is busy.
+    """
+
+    def __init__(self, table, protection, regexes, minors, opts, holders, scoped=False, busy=None):
         self.table = table
         self.protection = protection
+        self.holdings = holders
         self.pattern = {}
+        self.skipped_trees = []
+        self.tree_minors = set()  # GPUs the released trees sit on (verified too)
+        selected = set(minors or ())
         matched = {pid for pid, info in table.items()
                    if info.argv and matches_any(regexes, info.cmdline) and not protection.reason(pid)}
-        for pid in matched:
-            self.pattern[pid] = "pattern"
-        for pid in _proctable.descendants(table, matched):
-            if pid not in self.pattern and not protection.reason(pid):
-                self.pattern[pid] = "descendant"
+        trees = _scope.matched_trees(table, matched, lambda pid: bool(holders.held(pid) & selected))
+        for root, tree in sorted(trees.items()):
+            if scoped:
+                where, placed_by = _scope.place({p for p in tree if not protection.reason(p)} or tree,
+                                                table, holders)
+                if where is not None and not where & selected:
+                    self.skipped_trees.append(_scope.skipped_record(root, tree, table, where, placed_by,
+                                                                    holders.gpu_map))
+                    continue
+                if placed_by == _scope.PLACED_MEMORY:
+                    self.tree_minors |= where
+            for pid in tree:
+                if not protection.reason(pid):
+                    self.pattern[pid] = "pattern" if pid in matched else "descendant"
         self.sweep = {}
         self.protected_holders = []
-        if minors is not None:
-            for pid in sorted(holders.holders_of(minors)):
-                why = protection.reason(pid)
-                if why:
-                    if why not in ("self",) and pid in table:
-                        self.protected_holders.append(holder_record(table[pid], why))
-                elif pid not in self.pattern and pid in table and _user_ok(table[pid], opts.sweep_users):
-                    self.sweep[pid] = "device"
+        # Holders: processes that map a selected GPU (device identity) or that NVML lists on one.
+        scan_all = busy is None or bool(busy & selected)
+        for pid in sorted(holders.holders_of(selected, scan_all)):
+            why = protection.reason(pid)
+            if why:
+                if why not in ("self",) and pid in table:
+                    self.protected_holders.append(holder_record(table[pid], why))
+            elif pid not in self.pattern and pid in table and _user_ok(table[pid], opts.sweep_users):
+                self.sweep[pid] = "device"
         if not opts.sweep:
             self.sweep = {}
 
@@ -98,30 +122,85 @@ class Releaser:
             self.session = None
 
     def _select(self):
-        """(indices, minors, before-records) for the selected GPUs."""
+        """(indices, minors, before-records) for the selected GPUs.
+
+        With a GPU subset, the GPUs that a pattern-matched tree to be released
+        also sits on are added (_scope): they are verified and reported too.
+        """
         if self.session is not None:
             indices = check_against(self.requested, self.session.count)
             before = self.session.snapshot(indices)
-            return indices, [r["minor"] for r in before], before
-        # Without NVML (verify: false) the device files name the GPUs.
-        present = sorted(int(n[6:]) for n in os.listdir(self.devices) if n[6:].isdigit() and n.startswith("nvidia"))
-        indices = self.requested if self.requested is not None else present
-        return indices, list(indices), []
+            minors = [r["minor"] for r in before]
+        else:
+            # Without NVML (verify: false) the device files name the GPUs.
+            present = sorted(int(n[6:]) for n in os.listdir(self.devices) if n[6:].isdigit() and n.startswith("nvidia"))
+            indices = self.requested if self.requested is not None else present
+            before, minors = [], list(indices)
+        self.scope = _ScopeState(indices, minors, before, self.session if self.requested is not None else None)
+        if self.requested is None:
+            return indices, minors, before
+        self.scope.first_plan = plan = self._plan(minors)
+        self.scope.skipped_trees = plan.skipped_trees
+        extra = sorted(plan.tree_minors - set(minors))
+        if not extra:
+            return indices, minors, before
+        if self.session is None:
+            self.scope.added = list(extra)
+            return indices + extra, minors + extra, before
+        # Verified as well: the released trees' other GPUs that nobody else uses.
+        added = [r for r in self.scope.records_for(extra)
+                 if all(p["pid"] in plan.pattern for p in r["processes"])]
+        self.scope.added = [r["index"] for r in added]
+        return indices + [r["index"] for r in added], minors + [r["minor"] for r in added], before + added
 
     def _plan(self, minors):
+        scope = self.scope
+        if scope.first_plan is not None:
+            plan, scope.first_plan = scope.first_plan, None
+            return plan
+        del minors  # the sweep always takes the selected GPUs; added ones are only verified
+        quiet = scope.quiet_plan
+        if quiet is not None and time.monotonic() - quiet[0] <= QUIET_REUSE:
+            return quiet[1]  # nothing to signal so far in this run, and a moment ago
+        plan = self._new_plan()
+        if scope.quiet and not plan.pattern and not plan.sweep:
+            scope.quiet_plan = (time.monotonic(), plan)
+        else:
+            scope.quiet, scope.quiet_plan = False, None
+        return plan
+
+    def _new_plan(self):
+        scope = self.scope
         table = _proctable.snapshot()
         protection = Protection(table, os.getpid(), self.extra_protect)
         regexes = compile_patterns(self.opts.patterns, self.opts.force_broad)
-        holders = _holders.scan(self.devices) if self.opts.sweep or minors else _holders.DeviceHolders()
-        return Plan(table, protection, regexes, minors, self.opts, holders)
+        records = self.session.snapshot(scope.indices) if self.session is not None else None
+        holdings = _scope.Holdings(self.devices, table, records or (), scope.gpu_map)
+        busy = None if records is None else _scope.in_use(records, self.opts.v1_reserve_mib, gpu_memory_mib)
+        return Plan(table, protection, regexes, scope.minors, self.opts, holdings,
+                    scoped=self.requested is not None, busy=busy)
 
     # -- the run -----------------------------------------------------------
     def run(self):
         try:
-            return self._run()
+            result = self._run()
+        except GpuFleetError as exc:
+            self._scope_result(exc.details.get("result"))
+            raise
         finally:
             if self.session is not None:
                 self.session.close()
+        return self._scope_result(result)
+
+    def _scope_result(self, result):
+        """skipped_trees, and the selection as asked (the GPUs added for released trees apart)."""
+        scope = getattr(self, "scope", None)
+        if result is not None and scope is not None:
+            result["skipped_trees"] = scope.skipped_trees
+            result["gpus_selected"] = list(scope.indices)
+            result["gpus_added"] = list(scope.added)
+            result["unresolved_holders"] = scope.unresolved
+        return result
 
     def _run(self):
         self._open_nvml()
@@ -210,7 +289,9 @@ class Releaser:
 
     def _gpu_report(self, before, after, plan):
         """Per selected GPU: memory before and after, and who holds it now."""
-        holders = _holders.scan(self.devices)
+        holders = plan.holdings.full(thorough=False)
+        self.scope.unresolved = [dict(holder_record(plan.table[pid]), paths=sorted(paths))
+                                 for pid, paths in sorted(holders.unresolved.items()) if pid in plan.table]
         now = describe(after if after is not None else before, holders, plan.table,
                        plan.protection, self.opts.v1_reserve_mib)
         was = {g["index"]: g for g in describe(before, _holders.DeviceHolders(), plan.table,
@@ -242,6 +323,34 @@ class Releaser:
         if problems:
             raise GpuFleetError("GPUs not released: " + "; ".join(problems), result=result)
         return result
+
+
+class _ScopeState:
+    """The selection as asked, its GPU map, and what the first plan found."""
+
+    def __init__(self, indices, minors, before, session):
+        self.indices = list(indices)
+        self.minors = list(minors)
+        self.session = session
+        self.first_plan = None
+        self.quiet, self.quiet_plan = True, None
+        self.added = []
+        self.unresolved = []
+        self.all_records = None
+        if session is not None:
+            try:  # every GPU's index, minor and UUID, to place trees by CUDA_VISIBLE_DEVICES
+                self.all_records = session.snapshot()
+            except NvmlError:
+                self.all_records = None  # a lost GPU elsewhere: indices stand for minors
+        self.gpu_map = _scope.GpuMap(self.all_records or before, minors=() if before else minors)
+        self.skipped_trees = []
+
+    def records_for(self, minors):
+        if self.session is None:
+            return []
+        if self.all_records is not None:
+            return [r for r in self.all_records if r["minor"] in minors]
+        return self.session.snapshot(self.gpu_map.indices(minors))
 
 
 def _describe_holder(holder):

@@ -219,6 +219,33 @@ gpus_selected:
   returned: always
   type: list
   elements: int
+skipped_trees:
+  description:
+    - With a GPU subset, pattern-matched trees left alone because they sit only on unselected GPUs.
+    - "C(placed_by): C(memory) (GPUs its processes map or NVML lists them on), C(CUDA_VISIBLE_DEVICES)
+      (a tree not holding memory yet, from C(/proc/PID/environ)); a tree with neither counts as sitting
+      on every GPU and is released."
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {pid: 5120, user: root, cmdline: "python3 -m sglang.launch_server --tp-size 4 --port 30001",
+       pids: [5120, 5131, 5132, 5133, 5134], gpus: [4, 5, 6, 7], placed_by: memory}
+gpus_added:
+  description: NVML indices verified and reported besides the selection, because a released tree also sat on them (and nothing else used them).
+  returned: always
+  type: list
+  elements: int
+unresolved_holders:
+  description:
+    - Processes that map a file named like a GPU device (C(.../nvidiaN)) whose device could not be
+      identified (not a character device of major 195, not a file of O(devices), and
+      C(/proc/PID/map_files) not readable without root): they are not swept; run as root to resolve them.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {pid: 7001, user: alice, cmdline: "python3 job.py", state: sleeping, paths: ["/jail/dev/nvidia3"]}
 timings:
   description: Seconds spent in each phase (C(pattern), C(sweep), C(verify)).
   returned: when not in check mode

@@ -93,10 +93,12 @@ class Fleet:
                 self.address(index), command, proc.returncode, proc.stdout, proc.stderr)
         return proc
 
-    def hold_gpu(self, index, gpu, mib, title):
-        """Start a detached fake-GPU holder on the host; return its PID (host's namespace)."""
-        out = self.ssh(index, "%s %s gpu hold \"$FAKE_NVML_ROOT\" --gpu %d --mib %d --title %s --detach"
-                       % (PY, SIMCTL, gpu, mib, title)).stdout
+    def hold_gpu(self, index, gpu, mib, title, daemon=False):
+        """Start a detached fake-GPU holder on the host; return its PID (host's namespace).
+
+        daemon: run it as the daemon's executable (a GPU daemon by identity, issue 11)."""
+        out = self.ssh(index, "%s %s gpu hold \"$FAKE_NVML_ROOT\" --gpu %d --mib %d --title %s --detach%s"
+                       % (PY, SIMCTL, gpu, mib, title, " --daemon-exe" if daemon else "")).stdout
         return int(out.strip().splitlines()[-1])
 
     def server_state_file(self, index):

@@ -100,13 +100,20 @@ class OwnProcesses:
                 pass
 
 
-def hold(root, gpu, mib, title, procs, env, ignore_term=False, exit_delay=None):
+def hold(root, gpu, mib, title, procs, env, ignore_term=False, exit_delay=None, wrap=(), **kit):
     """Start a detached fake-GPU holder; returns its PID once memory is allocated.
 
     `procs` is an OwnProcesses, or a PidNamespace to start it in (PID as seen there).
+    `kit`: daemon_exe=True, open_only=True, leader_exits=True, device_file=PATH (simctl gpu hold).
+    `wrap`: argv put in front (e.g. unshare -m ... for a private mount namespace).
     """
-    cmd = [PYTHON, SIMCTL, "gpu", "hold", root, "--gpu", str(gpu), "--mib", str(mib),
-           "--title", title, "--detach"]
+    cmd = list(wrap) + [PYTHON, SIMCTL, "gpu", "hold", root, "--gpu", str(gpu), "--mib", str(mib),
+                        "--title", title, "--detach"]
+    for key, value in sorted(kit.items()):
+        if value is True:
+            cmd.append("--" + key.replace("_", "-"))
+        elif value:
+            cmd += ["--" + key.replace("_", "-"), str(value)]
     if ignore_term:
         cmd.append("--ignore-term")
     if exit_delay is not None:

@@ -18,11 +18,12 @@ def available():
 
 
 class PidNamespace:
-    def __init__(self):
+    def __init__(self, child=("sleep", "infinity"), env=None):
+        """`child`: what tini starts as PID 2 (a launcher, for tests that need one)."""
         self._unshare = subprocess.Popen(
             ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private",
-             "--kill-child", "tini", "-s", "--", "sleep", "infinity"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--kill-child", "tini", "-s", "--"] + list(child),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         self.init_pid = self._find_init()
 
     def _find_init(self):

@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
 import setproctitle  # noqa: E402
 
 from simlib import fakegpu  # noqa: E402
+from simlib.gpu_cli import daemon_exe  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._release import Releaser, ReleaseOptions  # noqa: E402
 
@@ -170,15 +171,42 @@ def oracle(nodes, opts, selected):
         kids.setdefault(n["parent"], []).append(n["id"])
     out = {}
     matched = [n["id"] for n in nodes if any(r.search(n["title"]) for r in regexes) and not protected(n)]
-    for nid in matched:
-        out[nid] = "pattern"
-    stack = list(matched)
-    while stack:
-        for kid in kids.get(stack.pop(), ()):
-            if kid not in out and not protected(nodes[kid]):
-                out[kid] = "descendant"
-            if kid not in matched:
+
+    def below(nid):
+        found, stack = [], [nid]
+        while stack:
+            for kid in kids.get(stack.pop(), ()):
+                found.append(kid)
                 stack.append(kid)
+        return found
+
+    # Trees (issue 11): a match with its descendants (one session here); with a GPU subset
+    # a tree whose unprotected members hold only unselected GPUs is left alone; one holding
+    # no GPU at all (no CUDA_VISIBLE_DEVICES here) counts as every GPU.
+    depth = {n["id"]: 0 for n in nodes}
+    for n in nodes:
+        p = n["parent"]
+        while p is not None:
+            depth[n["id"]] += 1
+            p = nodes[p]["parent"]
+    tree_of, trees = {}, {}
+    for nid in sorted(matched, key=lambda i: (depth[i], i)):
+        top = tree_of.get(nid, nid)
+        for member in [nid] + below(nid):
+            if member not in tree_of:
+                tree_of[member] = top
+                trees.setdefault(top, []).append(member)
+    scoped = opts["gpus"] != "all"
+    for top, members in trees.items():
+        held = set()
+        for m in members:
+            if not protected(nodes[m]):
+                held |= set(nodes[m]["gpus"])
+        if scoped and held and not held & selected:
+            continue
+        for m in members:
+            if not protected(nodes[m]):
+                out[m] = "pattern" if m in matched else "descendant"
     if opts["sweep"]:
         for n in nodes:
             if n["id"] in out or protected(n) or not (selected & set(n["gpus"])):
@@ -202,6 +230,12 @@ def _node(root, nodes, node, wfd):
             if kid["parent"] == node["id"]:
                 if os.fork() == 0:
                     _node(root, nodes, kid, wfd)
+        if node["kind"] == "daemon":
+            # A GPU daemon is what it runs (issue 11): exec a root-owned copy of the
+            # interpreter named like the daemon; it holds the memory and reports.
+            exe, env = daemon_exe(root, node["title"])
+            os.set_inheritable(wfd, True)
+            os.execve(exe, [exe, os.path.abspath(__file__), "daemon-node", root, json.dumps(node), str(wfd)], env)
         setproctitle.setproctitle(node["title"])
         if node["ignore_term"]:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -380,7 +414,27 @@ def one_trial(root, trial, runner):
         cleanup(root, pids)
 
 
+def daemon_node(root, node, wfd):
+    """A daemon node after its exec (see _node): title, memory, report, pause."""
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        setproctitle.setproctitle(node["title"])
+        if node["ignore_term"]:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if node["gpus"]:
+            fakegpu.hold(root, node["gpus"], node["mib"])
+        os.write(wfd, ("%d %d\n" % (node["id"], os.getpid())).encode())
+        os.close(wfd)
+    except BaseException as exc:  # report, then die: the runner fails the trial
+        os.write(wfd, ("%d error %s\n" % (node["id"], str(exc).replace("\n", " "))).encode())
+        os._exit(3)
+    while True:
+        signal.pause()
+
+
 def main(argv):
+    if argv[0] == "daemon-node":
+        return daemon_node(argv[1], json.loads(argv[2]), int(argv[3]))
     mode, root, seed = argv[0], argv[1], argv[2]
     with open("/proc/self/cmdline") as f:
         own = " ".join(f.read().split("\0")).strip()

@@ -98,7 +98,7 @@ def test_other_tenant_gpu_left_alone(gpu_root, ns):
 
 def test_protected_daemon_survives(gpu_root, ns):
     root, env = gpu_root
-    daemon = hold(root, 0, 0, "nvidia-persistenced --user nvidia-persistenced", ns, env)
+    daemon = hold(root, 0, 0, "nvidia-persistenced --user nvidia-persistenced", ns, env, daemon_exe=True)
     server = hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env)
     res = run_module("gpu_release", {"patterns": [SGLANG]}, env=env, ns=ns)
     assert res["_rc"] == 0, res.get("msg")
@@ -153,7 +153,7 @@ def test_second_run_reports_no_change(gpu_root, ns):
 
 def test_unfreeable_gpu_fails_naming_holder(gpu_root, ns):
     root, env = gpu_root
-    daemon = hold(root, 2, 700, "nvidia-persistenced", ns, env)
+    daemon = hold(root, 2, 700, "nvidia-persistenced", ns, env, daemon_exe=True)
     res = run_module("gpu_release", {"patterns": [SGLANG], "timeout": 1}, env=env, ns=ns)
     assert res["_rc"] != 0 and res["msg"]
     assert "GPU 2" in res["msg"] and "700 MiB" in res["msg"] and "pid %d" % daemon in res["msg"]
@@ -209,7 +209,7 @@ def test_nvml_monitor_is_not_swept(gpu_root, ns):
 def test_gives_up_early_when_only_protected_holders_remain(gpu_root, ns):
     """Memory held only by a protected daemon cannot drain: no waiting out a long timeout."""
     root, env = gpu_root
-    daemon = hold(root, 4, 900, "nv-hostengine -n", ns, env)
+    daemon = hold(root, 4, 900, "nv-hostengine -n", ns, env, daemon_exe=True)
     res = run_module("gpu_release", {"patterns": [SGLANG], "timeout": 60}, env=env, ns=ns)
     assert res["_rc"] != 0 and "GPU 4" in res["msg"] and "protected: gpu daemon" in res["msg"]
     assert res["elapsed"] < 30, res["elapsed"]  # gave up well before the 60 s timeout

@@ -135,7 +135,7 @@ def test_reset_hung_server_and_protected_daemon(request, tmp_path):
                          "        SGLANG_SIM_HANG_ON_TERM: '1'\n")
     launched = fleet.playbook("launch.yml", inventories=[extra_inv])
     assert launched.returncode == 0, launched.output[-4000:]
-    daemon = fleet.hold_gpu(2, 0, 0, "nvidia-persistenced")
+    daemon = fleet.hold_gpu(2, 0, 0, "nvidia-persistenced", daemon=True)
 
     summary_file = tmp_path / "reset.json"
     run = fleet.playbook("reset.yml", {"reset_term_timeout": 1, "reset_timeout": 30,
@@ -164,7 +164,7 @@ def test_reset_hung_server_and_protected_daemon(request, tmp_path):
 def test_reset_exits_nonzero_when_a_host_stays_dirty(request, tmp_path):
     fleet = start_fleet(request, tmp_path, 2, 2405)
     # A protected daemon holding memory: the reset may not kill it, so GPU 3 stays used.
-    fleet.hold_gpu(2, 3, 2048, "nvidia-persistenced")
+    fleet.hold_gpu(2, 3, 2048, "nvidia-persistenced", daemon=True)
     summary_file = tmp_path / "reset.json"
     run = fleet.playbook("reset.yml", {"reset_timeout": 3, "reset_summary_file": str(summary_file)})
     assert run.returncode != 0, run.output[-4000:]

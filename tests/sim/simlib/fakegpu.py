@@ -331,18 +331,22 @@ def read_status(root):
 class Holding:
     """Device files opened and mmapped, and allocations registered, for one process."""
 
-    def __init__(self, root, gpus, mib):
+    def __init__(self, root, gpus, mib, device_files=None, map_gpus=True):
         self.root, self.gpus, self.mib = root, list(gpus), mib
+        self.device_files = dict(device_files or {})  # gpu -> path to open instead of dev/nvidiaN
+        self.map_gpus = map_gpus
         self.pid = os.getpid()
         self._fds, self._maps, self._allocs = [], [], []  # allocs: (path, locked fd)
 
     def _open_devices(self):
         dev = os.path.join(self.root, "dev")
         names = ["nvidiactl", "nvidia-uvm"] + ["nvidia%d" % g for g in self.gpus]
+        paths = {"nvidia%d" % g: p for g, p in self.device_files.items()}
         for name in names + ["nvidia-caps/nvidia-cap1", "nvidia-caps/nvidia-cap2"]:
-            fd = os.open(os.path.join(dev, name), os.O_RDWR)
+            fd = os.open(paths.get(name) or os.path.join(dev, name), os.O_RDWR)
             self._fds.append(fd)
-            if name in names:  # a CUDA context maps ctl, uvm and each GPU
+            if name in names and (self.map_gpus or not name[6:].isdigit()):
+                # a CUDA context maps ctl, uvm and each GPU
                 self._maps.append(mmap.mmap(fd, PAGE, mmap.MAP_SHARED))
 
     def _register(self, gpu, starttime):
@@ -384,8 +388,12 @@ class Holding:
         self.close()
 
 
-def hold(root, gpus, mib):
-    """Open+mmap the GPUs' device files and allocate MIB MiB on each, for this process."""
+def hold(root, gpus, mib, device_files=None, map_gpus=True):
+    """Open+mmap the GPUs' device files and allocate MIB MiB on each, for this process.
+
+    device_files: {gpu: path} opened instead of ROOT/dev/nvidiaN (a container's
+    renamed node, a bind mount); map_gpus=False: open the GPUs' files, map none.
+    """
     root = os.path.abspath(root)
     conf = read_config(root)
     gpus = sorted(set(int(g) for g in gpus))
@@ -393,7 +401,7 @@ def hold(root, gpus, mib):
         if not 0 <= g < conf["count"]:
             raise ValueError("no GPU %d on %s (it has %d)" % (g, root, conf["count"]))
     # A real CUDA process is charged its context too (NVML per process and v2 used).
-    h = Holding(root, gpus, int(mib) + int(conf.get("context_mib", 0)))
+    h = Holding(root, gpus, int(mib) + int(conf.get("context_mib", 0)), device_files, map_gpus)
     try:
         h._open_devices()
         starttime = _proc_starttime(h.pid)

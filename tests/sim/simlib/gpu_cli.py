@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,6 +53,17 @@ def _parser():
     s.add_argument("--exit-delay", type=float, default=0.0,
                    help="seconds between SIGTERM and exit")
     s.add_argument("--detach", action="store_true")
+    s.add_argument("--daemon-exe", action="store_true",
+                   help="run as a root-owned copy of the interpreter named after the title's "
+                        "program (ROOT/sbin/NAME): a GPU daemon by its executable")
+    s.add_argument("--device-file", help="open and map this path for the (one) GPU instead of "
+                                         "ROOT/dev/nvidiaN (a renamed container node, a bind mount)")
+    s.add_argument("--open-only", action="store_true",
+                   help="open the GPUs' device files but map none (NVML still lists the memory)")
+    s.add_argument("--user", help="drop to this user once the memory is held")
+    s.add_argument("--comm", help="set /proc/PID/comm (prctl PR_SET_NAME) after the title")
+    s.add_argument("--leader-exits", action="store_true",
+                   help="hold from a second thread; the main thread exits (the leader turns zombie)")
     s.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # detached child's report pipe
 
     s = sub.add_parser("status")
@@ -72,14 +84,23 @@ def _gpus(text):
 def _detach(args):
     """Start the holder in its own session and return its PID once it holds memory."""
     rfd, wfd = os.pipe()
-    cmd = [sys.executable, SIMCTL, "gpu", "hold", args.root, "--gpu", args.gpu,
+    python, env = sys.executable, None
+    if args.daemon_exe:
+        python, env = daemon_exe(args.root, args.title or "daemon")
+    cmd = [python, SIMCTL, "gpu", "hold", args.root, "--gpu", args.gpu,
            "--mib", str(args.mib), "--exit-delay", str(args.exit_delay), "--ready-fd", str(wfd)]
+    for flag in ("open_only", "leader_exits"):
+        if getattr(args, flag):
+            cmd.append("--" + flag.replace("_", "-"))
+    for opt in ("device_file", "user", "comm"):
+        if getattr(args, opt):
+            cmd += ["--" + opt.replace("_", "-"), getattr(args, opt)]
     if args.title:
         cmd += ["--title", args.title]
     if args.ignore_term:
         cmd.append("--ignore-term")
     # stdio to /dev/null: a holder must not keep a caller's capture pipes open.
-    proc = subprocess.Popen(cmd, pass_fds=(wfd,), start_new_session=True,
+    proc = subprocess.Popen(cmd, pass_fds=(wfd,), start_new_session=True, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     os.close(wfd)
@@ -92,6 +113,47 @@ def _detach(args):
     msg = report.strip()[len("error "):] if report.startswith("error ") else report.strip()
     sys.stderr.write("simctl gpu hold: %s\n" % (msg or "holder exited (rc %s)" % proc.returncode))
     return 1
+
+
+def daemon_exe(root, title):
+    """A root-owned, root-only-writable copy of this interpreter named like the daemon."""
+    name = os.path.basename(title.split(" ")[0])
+    sbin = os.path.join(os.path.abspath(root), "sbin")
+    os.makedirs(sbin, exist_ok=True)
+    path = os.path.join(sbin, name)
+    if not os.path.exists(path):
+        tmp = path + ".tmp%d" % os.getpid()
+        shutil.copyfile(os.path.realpath(sys.executable), tmp)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    import setproctitle  # the copy finds the stdlib, not this venv's packages
+    env = dict(os.environ)
+    site = os.path.dirname(os.path.dirname(setproctitle.__file__))
+    env["PYTHONPATH"] = site + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return path, env
+
+
+def _hold_in_thread(args, report):
+    """The memory is held by a second thread; the leader thread exits (SYS_exit, not exit_group)."""
+    import ctypes
+    import threading
+
+    def worker():
+        fakegpu.hold(args.root, _gpus(args.gpu), args.mib,
+                     device_files=_device_files(args), map_gpus=not args.open_only)
+        if report:
+            report.write("ok %d\n" % os.getpid())
+            report.close()
+        while True:
+            time.sleep(3600)
+
+    threading.Thread(target=worker, daemon=False).start()  # start() returns once it runs
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall(60 if os.uname().machine == "x86_64" else 93, 0)  # SYS_exit of this thread only
+
+
+def _device_files(args):
+    return {_gpus(args.gpu)[0]: args.device_file} if args.device_file else None
 
 
 def _hold(args):
@@ -110,6 +172,9 @@ def _hold(args):
         except ImportError:
             return fail("--title needs setproctitle: run simctl with .venv/bin/python")
         setproctitle.setproctitle(args.title)
+    if args.comm:
+        import ctypes
+        ctypes.CDLL(None).prctl(15, args.comm.encode()[:15], 0, 0, 0)  # PR_SET_NAME
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     elif args.exit_delay > 0:
@@ -119,10 +184,19 @@ def _hold(args):
             time.sleep(args.exit_delay)
             os._exit(0)
         signal.signal(signal.SIGTERM, slow_exit)
+    if args.leader_exits:
+        _hold_in_thread(args, report)
     try:
-        fakegpu.hold(args.root, _gpus(args.gpu), args.mib)
+        fakegpu.hold(args.root, _gpus(args.gpu), args.mib,
+                     device_files=_device_files(args), map_gpus=not args.open_only)
     except (fakegpu.OutOfMemory, ValueError, OSError) as exc:
         return fail(exc)
+    if args.user:
+        import pwd
+        account = pwd.getpwnam(args.user)
+        os.setgroups([])
+        os.setgid(account.pw_gid)
+        os.setuid(account.pw_uid)
     if report:
         report.write("ok %d\n" % os.getpid())
         report.close()

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 
 import pytest
+from _polling import poll
 
 from ansible_collections.gpufleet.serving.plugins.module_utils import _holders as holders
 
@@ -101,6 +103,7 @@ def test_files_in_another_directory_are_not_holders(tmp_path, devices, start_hol
     pid = start_holder(str(other), opened=["nvidia0"], mapped=["nvidia0"])
     found = holders.scan(devices)  # prefix "…/dev/" must not match "…/dev2/"
     assert pid not in found.gpus and pid not in found.control
+    assert found.unresolved.get(pid) == {str(other / "nvidia0")}  # named, with its path
     assert holders.scan(str(other)).gpus[pid] == {0}
 
 
@@ -173,3 +176,64 @@ def test_devices_dir(monkeypatch, option, env, expected):
         monkeypatch.setenv(holders.DEVICES_ENV, env)
     assert holders.devices_dir(option) == expected
     assert holders.DEVICES_ENV == "GPUFLEET_NVIDIA_DEVICES"
+
+
+# ---- issue 11: device identity, per-thread holders ---------------------------------------
+
+def test_a_renamed_file_is_the_gpu_it_is(tmp_path, devices, start_holder):
+    """A container's node named nvidia0 that is GPU 3 (here: a hard link), found by identity."""
+    ctr = tmp_path / "ctr"
+    ctr.mkdir()
+    os.link(os.path.join(devices, "nvidia3"), ctr / "nvidia0")
+    os.link(os.path.join(devices, "nvidiactl"), ctr / "nvidiactl")
+    pid = start_holder(str(ctr), opened=["nvidia0", "nvidiactl"], mapped=["nvidia0"])
+    found = holders.scan(devices)
+    assert found.gpus[pid] == {3}
+    assert found.opened[pid] == {3}
+    assert pid in found.control
+    assert found.holders_of([0]) == set()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
+def test_character_devices_by_major_195(tmp_path):
+    node = tmp_path / "gpu-as-nvidia0"
+    os.mknod(node, 0o600 | stat.S_IFCHR, os.makedev(195, 5))
+    assert holders.classify_stat(os.stat(node)) == 5
+    ctl = tmp_path / "ctl"
+    os.mknod(ctl, 0o600 | stat.S_IFCHR, os.makedev(195, 255))
+    assert holders.classify_stat(os.stat(ctl)) == "control"
+    other = tmp_path / "null"
+    os.mknod(other, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    assert holders.classify_stat(os.stat(other)) is None
+    ids = holders.DeviceIds(str(tmp_path))
+    assert 5 not in ids.by_inode.values()  # not named nvidia*: not part of the devices dir
+
+
+LEADER_EXITS = r"""
+import ctypes, mmap, os, sys, threading, time
+dev = sys.argv[1]
+def hold():
+    fd = os.open(os.path.join(dev, "nvidia1"), os.O_RDWR)
+    keep = mmap.mmap(fd, mmap.PAGESIZE, mmap.MAP_SHARED)
+    print("ready", flush=True)
+    time.sleep(600)
+threading.Thread(target=hold).start()
+ctypes.CDLL(None).syscall(60 if os.uname().machine == "x86_64" else 93, 0)  # SYS_exit: this thread only
+"""
+
+
+def test_a_thread_group_whose_leader_exited_is_read_per_thread(devices, own_procs):
+    """Issue 11 item 5: the leader is a zombie with empty maps and fds; another thread holds GPU 1."""
+    proc = own_procs.start(LEADER_EXITS, devices)
+    assert proc.stdout.readline().strip() == "ready"
+
+    def leader_zombie():
+        with open("/proc/%d/stat" % proc.pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+    poll(leader_zombie, 10, 0.02, "the leader thread to exit")
+    with open("/proc/%d/maps" % proc.pid) as handle:
+        assert handle.read() == ""  # the leader's own view is empty
+    found = holders.scan(devices)
+    assert found.gpus[proc.pid] == {1}
+    assert found.opened[proc.pid] == {1}

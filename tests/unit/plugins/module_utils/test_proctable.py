@@ -80,9 +80,42 @@ def test_procinfo_cmdline(argv, cmdline):
     assert info.as_dict() == {"pid": 7, "user": "root", "cmdline": cmdline, "state": ""}
 
 
-@pytest.mark.parametrize("pid, ppid, kernel", [(2, 0, True), (3, 2, True), (1, 0, False), (40, 1, False)])
-def test_kernel_thread(pid, ppid, kernel):
-    assert ProcInfo(pid, ppid, 1.0, "root", [], "k", "S").is_kernel_thread is kernel
+@pytest.mark.parametrize("pid, ppid, flags, kernel", [
+    (2, 0, pt.PF_KTHREAD, True), (3, 2, pt.PF_KTHREAD | 0x40, True),
+    (3, 2, 0x400100, False),       # PPID 2 in a PID namespace: the launcher's child, not a kthread
+    (2, 1, 0, False),              # PID 2 under tini
+    (1, 0, 0x400100, False), (40, 1, 0, False)])
+def test_kernel_thread_by_pf_kthread(pid, ppid, flags, kernel):
+    assert ProcInfo(pid, ppid, 1.0, "root", [], "k", "S", flags=flags).is_kernel_thread is kernel
+
+
+def test_kernel_thread_without_flags_is_only_kthreadd():
+    assert ProcInfo(2, 0, 1.0, "root", [], "kthreadd", "S").is_kernel_thread
+    assert not ProcInfo(3, 2, 1.0, "root", [], "k", "S").is_kernel_thread
+
+
+def test_snapshot_agrees_with_psutil():
+    """The /proc reader gives what psutil gives (Target pins by psutil's create_time)."""
+    table = pt.snapshot()
+    me = table[os.getpid()]
+    proc = pt.psutil.Process(os.getpid())
+    assert abs(me.create_time - proc.create_time()) < 0.01
+    assert me.argv == proc.cmdline() and me.ppid == proc.ppid()
+    assert me.user == proc.username() and me.status == proc.status()
+    assert me.sid == os.getsid(0) and me.pgrp == os.getpgrp()
+    assert me.exe == os.path.realpath(sys.executable) or me.exe == proc.exe()
+    assert not me.is_kernel_thread
+    kthreads = [i for i in table.values() if i.is_kernel_thread]
+    assert all(not i.argv for i in kthreads)
+
+
+def test_environ_is_read_lazily(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    me = pt.read_one(os.getpid())
+    assert me._environ is pt._UNSET or me.environ is not None
+    # /proc/PID/environ is the environment at exec: this process's own start.
+    assert isinstance(me.environ, dict)
+    assert pt.read_environ(-1) is None
 
 
 # A real tree: parent -> (mid -> grandchild), leaf. Each blocks on stdin and exits at EOF.

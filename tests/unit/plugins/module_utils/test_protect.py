@@ -9,26 +9,33 @@ import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils import _protect as protect
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import ProcInfo
+from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import PF_KTHREAD, ProcInfo
 
 ANSIBLE = "/usr/bin/python3 /usr/bin/ansible-playbook -i hosts playbooks/swap_to_eagle.yml"
 MODULE = "/usr/bin/python3 /root/.ansible/tmp/ansible-tmp-1/AnsiballZ_gpu_release.py"
 OWN = 80
 
 
-def proc(pid, ppid, argv, name=None, user="root"):
+def proc(pid, ppid, argv, name=None, user="root", **facts):
     argv = argv.split(" ") if isinstance(argv, str) else argv
     if name is None:
         name = argv[0].rsplit("/", 1)[-1] if argv else ""
-    return ProcInfo(pid, ppid, 1000.0 + pid, user, argv, name, "sleeping")
+    facts.setdefault("uid", 0 if user == "root" else 1000)
+    facts.setdefault("exe", "/usr/bin/python3")
+    facts.setdefault("flags", 0)
+    return ProcInfo(pid, ppid, 1000.0 + pid, user, argv, name, "sleeping", **facts)
+
+
+def kthread(pid, ppid, name):
+    return proc(pid, ppid, [], name=name, flags=PF_KTHREAD, exe=None)
 
 
 def host_table(*extra):
     """init -> sshd -> bash (pattern in its command line) -> ansible -> module (us) -> NVML helper."""
     rows = [
         proc(1, 0, "/sbin/init splash"),
-        proc(2, 0, [], name="kthreadd"),
-        proc(3, 2, [], name="kworker/0:0H"),
+        kthread(2, 0, "kthreadd"),
+        kthread(3, 2, "kworker/0:0H"),
         proc(50, 1, ["sshd: root@pts/0"], name="sshd"),
         proc(60, 50, ["bash", "-c", "ansible-playbook swap.yml  # sglang::"], name="bash"),
         proc(70, 60, ANSIBLE, name="ansible-playboo"),
@@ -57,8 +64,8 @@ def host_table(*extra):
     (1, "ancestor"),        # PID 1 is also above us here
     (2, "kernel thread"),
     (3, "kernel thread"),
-    (90, "copy of an ancestor"),
-    (91, "copy of an ancestor"),
+    (90, "ansible"),            # ansible's fork for another host (also a copy of an ancestor)
+    (91, "ansible"),
     (200, None),
     (201, None),
     (300, None),
@@ -94,43 +101,80 @@ DAEMONS = ["nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi", "nv
            "X", "nvidia-device-plugin", "k8s-device-plugin", "gpu-feature-discovery"]
 
 
-@pytest.mark.parametrize("daemon", DAEMONS)
-def test_gpu_daemon_by_argv0(daemon):
-    # argv[0] is a path; comm says something else (e.g. a renamed thread leader)
-    info = proc(400, 1, ["/usr/bin/" + daemon, "--some-flag"], name="worker")
-    assert protect.program_names(info) == {"worker", daemon}
-    assert protect.Protection(host_table(info), OWN).reason(400) == "gpu daemon"
+def trusting(info):
+    return True
+
+
+def reason_of(info, exe_trusted=trusting):
+    return protect.Protection(host_table(info), OWN, exe_trusted=exe_trusted).reason(info.pid)
 
 
 @pytest.mark.parametrize("daemon", DAEMONS)
-def test_gpu_daemon_by_argv0_as_one_title_string(daemon):
-    # setproctitle-style: the whole command line in argv[0]
-    info = proc(400, 1, ["/usr/sbin/%s --user nvidia" % daemon], name="x-renamed")
-    assert protect.Protection(host_table(info), OWN).reason(400) == "gpu daemon"
+@pytest.mark.parametrize("uid", [0, 121, 999])
+def test_gpu_daemon_by_executable_and_system_user(daemon, uid):
+    # argv and comm say something else: the executable is what counts
+    info = proc(400, 1, ["worker", "--some-flag"], name="worker", exe="/usr/bin/" + daemon, uid=uid)
+    assert reason_of(info) == "gpu daemon"
 
 
 @pytest.mark.parametrize("daemon", DAEMONS)
-def test_gpu_daemon_by_comm(daemon):
-    # cmdline unreadable/empty; the name psutil reports (comm extended to the full name)
-    info = proc(400, 1, [], name=daemon)
-    assert protect.Protection(host_table(info), OWN).reason(400) == "gpu daemon"
+def test_daemon_title_or_comm_of_another_program_is_not_protected(daemon):
+    """Issue 11 item 4: `nobody`'s (or root's) python titled like a daemon is no daemon."""
+    for uid in (0, 65534, 1000):
+        info = proc(400, 1, ["/usr/sbin/%s --user nvidia" % daemon], name=daemon[:15], uid=uid)
+        assert reason_of(info) is None
+        info = proc(400, 1, [], name=daemon[:15], uid=uid)
+        assert reason_of(info) is None
 
 
-@pytest.mark.parametrize("daemon", [d for d in DAEMONS if len(d) > 15])
-def test_gpu_daemon_by_kernel_truncated_comm(daemon):
-    info = proc(400, 1, [], name=daemon[:15])
-    assert protect.Protection(host_table(info), OWN).reason(400) == "gpu daemon"
+@pytest.mark.parametrize("uid", [65534, 1000, 1234])
+def test_daemon_executable_run_by_an_ordinary_user_is_not_protected(uid):
+    info = proc(400, 1, ["/usr/bin/nvidia-persistenced"], exe="/usr/bin/nvidia-persistenced", uid=uid)
+    assert reason_of(info) is None
 
 
-@pytest.mark.parametrize("argv, name", [
-    (["/usr/bin/nvidia-smi", "-l", "1"], "nvidia-smi"),          # not a daemon: a plain NVML user
-    (["python3", "nvidia-persistenced-exporter.py"], "python3"),  # only a prefix of a daemon's name
-    (["/opt/bin/Xorg-wrapper"], "Xorg-wrapper"),
-    (["sglang::scheduler_TP0"], "sglang::schedul"),
+def test_daemon_executable_not_root_owned_is_not_protected():
+    info = proc(400, 1, ["/tmp/nvidia-persistenced"], exe="/tmp/nvidia-persistenced", uid=0)
+    assert reason_of(info, exe_trusted=lambda i: False) is None
+    assert reason_of(info) == "gpu daemon"
+
+
+def test_unreadable_executable_falls_back_to_argv0_of_a_system_user():
+    # A non-root caller cannot read a root process's /proc/PID/exe.
+    info = proc(400, 1, ["/usr/bin/nv-hostengine", "-n"], exe=None, uid=0)
+    assert reason_of(info) == "gpu daemon"
+    info = proc(400, 1, ["/usr/bin/nv-hostengine", "-n"], exe=None, uid=65534)
+    assert reason_of(info) is None
+    info = proc(400, 1, ["sglang::scheduler_TP0"], name="Xorg", exe=None, uid=0)
+    assert reason_of(info) is None  # never by comm
+
+
+def test_deleted_daemon_executable_still_counts():
+    info = proc(400, 1, ["x"], exe="/usr/bin/nv-hostengine (deleted)", uid=0)
+    assert reason_of(info) == "gpu daemon"
+
+
+@pytest.mark.parametrize("argv, exe", [
+    (["/usr/bin/nvidia-smi", "-l", "1"], "/usr/bin/nvidia-smi"),       # a plain NVML user
+    (["python3", "nvidia-persistenced-exporter.py"], "/usr/bin/python3"),
+    (["/opt/bin/Xorg-wrapper"], "/opt/bin/Xorg-wrapper"),
+    (["sglang::scheduler_TP0"], "/usr/bin/python3"),
 ])
-def test_not_daemons(argv, name):
-    info = proc(400, 1, argv, name=name)
-    assert protect.Protection(host_table(info), OWN).reason(400) is None
+def test_not_daemons(argv, exe):
+    info = proc(400, 1, argv, exe=exe)
+    assert reason_of(info) is None
+
+
+def test_kernel_thread_by_flag_not_by_ppid():
+    """Issue 11 item 4: in a PID namespace PID 2 is the launcher under tini, not kthreadd."""
+    table = {1: proc(1, 0, "tini -s -- bash launch.sh"),
+             2: proc(2, 1, "bash launch.sh"),
+             3: proc(3, 2, ["sglang::scheduler_TP0"]),
+             OWN: proc(OWN, 0, MODULE)}
+    prot = protect.Protection(table, OWN)
+    assert prot.reason(2) is None and prot.reason(3) is None
+    table[4] = kthread(4, 2, "kworker/1:1")
+    assert protect.Protection(table, OWN).reason(4) == "kernel thread"
 
 
 def test_extra_protect_patterns():
