@@ -100,7 +100,7 @@ class OwnProcesses:
                 pass
 
 
-def hold(root, gpu, mib, title, procs, env, ignore_term=False, exit_delay=None):
+def hold(root, gpu, mib, title, procs, env, ignore_term=False, exit_delay=None, catch_term=False):
     """Start a detached fake-GPU holder; returns its PID once memory is allocated.
 
     `procs` is an OwnProcesses, or a PidNamespace to start it in (PID as seen there).
@@ -109,6 +109,8 @@ def hold(root, gpu, mib, title, procs, env, ignore_term=False, exit_delay=None):
            "--title", title, "--detach"]
     if ignore_term:
         cmd.append("--ignore-term")
+    if catch_term:
+        cmd.append("--catch-term")  # handles SIGTERM and lives on: only SIGKILL ends it
     if exit_delay is not None:
         cmd += ["--exit-delay", str(exit_delay)]
     if hasattr(procs, "cmd"):
