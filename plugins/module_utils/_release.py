@@ -236,7 +236,8 @@ class Releaser:
         """Rescan until RESPAWN_SETTLE s after the last target went (or the deadline): nothing may come back."""
         handled = {(t.pid, t.info.create_time) for t in done}
         gone = [t.gone_at for t in done if t.gone_at is not None]
-        until = min(max(gone + [time.monotonic()]) + float(self.opts.respawn_settle), self.deadline)
+        # Never past the deadline: the last rescan and the report must fit before it too.
+        until = min((max(gone) if gone else time.monotonic()) + float(self.opts.respawn_settle), self.deadline - RESPAWN_POLL)
         while True:
             plan = self._plan(minors)
             back = {pid: why for pid, why in list(plan.pattern.items()) + list(plan.sweep.items())
@@ -244,7 +245,7 @@ class Releaser:
             if back:
                 self._fail_respawned(plan, back, result)
             now = time.monotonic()
-            if now >= until:
+            if now + RESPAWN_POLL / 2 >= until:
                 return
             time.sleep(min(RESPAWN_POLL, until - now))
 

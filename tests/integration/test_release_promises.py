@@ -112,7 +112,8 @@ def test_release_that_signals_pays_the_settle_only_once(gpu_root, ns):
     hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env)
     res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [0]}, env=env, ns=ns)
     assert res["_rc"] == 0, res.get("msg")
-    assert 0.3 <= res["timings"]["respawn_check"] <= 1.5, res["timings"]
+    # The settle runs from the last exit, so verification already spent part of it.
+    assert res["elapsed"] >= 0.5 and res["timings"]["respawn_check"] <= 0.6, (res["elapsed"], res["timings"])
     quiet = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [0]}, env=env, ns=ns)
     assert quiet["changed"] is False and "respawn_check" not in quiet["timings"]
 
