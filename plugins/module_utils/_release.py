@@ -272,7 +272,14 @@ class Releaser:
             % "; ".join(parts), result=result)
 
     def _predict(self, before, minors, plan, planned):
-        """Check mode: the GPUs a real run would leave used, with who would still hold them."""
+        """Check mode: the GPUs a real run would leave used, with who would still hold them.
+
+        A GPU above max_used_mib fails when nothing visible holds it, or when the holders
+        the real run would not signal hold more than max_used_mib by NVML's per-process
+        count (a listed holder whose amount NVML cannot tell counts as holding; one NVML
+        does not list, beside others it does, holds nothing, like a monitor). Where NVML
+        lists no process visible here (another PID namespace), no failure is predicted.
+        """
         if not self.opts.verify or not before:
             return []
         holders = _holders.scan(self.devices)
@@ -281,12 +288,16 @@ class Releaser:
             used = gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0]
             if used <= self.opts.max_used_mib:
                 continue
-            mapped = holders.holders_of([minor]) | {p["pid"] for p in rec["processes"] if p["pid"] in plan.table}
-            mapped -= plan.protection.own_tree
+            listed = {p["pid"]: p["used"] for p in rec["processes"] if p["pid"] in plan.table}
+            mapped = (holders.holders_of([minor]) | set(listed)) - plan.protection.own_tree
             remain = sorted(p for p in mapped - planned if p in plan.table)
-            if remain or not mapped:
-                out.append({"index": rec["index"], "uuid": rec["uuid"], "used_mib": used,
-                            "holders": [holder_record(plan.table[p], plan.protection.reason(p)) for p in remain]})
+            if mapped and (not remain or not listed):
+                continue
+            if remain and all(listed.get(p, 0) is not None for p in remain) and \
+                    sum(listed.get(p, 0) for p in remain) / 1048576.0 <= self.opts.max_used_mib:
+                continue
+            out.append({"index": rec["index"], "uuid": rec["uuid"], "used_mib": used,
+                        "holders": [holder_record(plan.table[p], plan.protection.reason(p)) for p in remain]})
         return out
 
     def _wait_drained(self, indices, minors):
