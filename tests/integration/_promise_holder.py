@@ -8,7 +8,7 @@ usage: _promise_holder.py MODE ROOT GPU MIB [TITLE] [EXTRA ARGV...]
                empty cmdline while the thread group keeps the GPU memory
   parent       start a `leader-exit` child holding the GPU and wait; prints
                {"pid": ..., "child": ...}
-  fork-on-term at SIGTERM fork a child with the same title that holds the GPU 0.2 s
+  fork-on-term at SIGTERM fork a child with the same title that holds the GPU 1 s
                later (a respawn the sweep cannot see yet), then exit
 With GF_SETUID=UID in the environment, `plain` drops to that user once it holds the memory.
 The title comes from TITLE or, when TITLE is '-', from the environment variable GF_TITLE
@@ -54,7 +54,7 @@ def main():
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 for inherited in list(fakegpu._LIVE):  # pylint: disable=protected-access
                     inherited.close()  # the parent's allocation goes with the parent
-                time.sleep(0.2)
+                time.sleep(1.0)
                 fakegpu.hold(root, [gpu], mib)
                 while True:
                     signal.pause()

@@ -72,7 +72,7 @@ def test_exited_leader_is_named_in_the_message(gpu_root, procs):
 # ---- 6. respawns ----------------------------------------------------------------------------
 
 def test_worker_that_forks_at_sigterm_fails_the_task(gpu_root, ns):
-    """Before: rc 0 while a same-title child held GPU 1 again 0.2 s later."""
+    """Before: rc 0 while a same-title child held GPU 1 again moments later (1 s here: after the sweep)."""
     root, env = gpu_root
     unused, line = start(ns, env, "fork-on-term", root, 1, 1000, "sglang::scheduler_TP1")
     pid = int(line)
