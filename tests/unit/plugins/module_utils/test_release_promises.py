@@ -134,3 +134,28 @@ def test_known_users():
     known_users(["root"])
     with pytest.raises(InvalidInput, match="no such user on this host: 'gf_no_such_user'"):
         known_users(["root", "gf_no_such_user"])
+
+
+def test_eperm_message_for_a_non_root_user_says_become(monkeypatch):
+    from ansible_collections.gpufleet.serving.plugins.module_utils import _release
+    from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+
+    class Denied:  # the parts of a _signals.Target that _fail_if_denied reads
+        pid, denied, signals, info = 4242, True, [], ProcInfo(4242, 1, 0.0, "root", ["sglang::x"], "x", "sleeping")
+
+        def result(self):
+            return {"pid": self.pid, "cmdline": "sglang::x", "user": "root", "error": "not permitted to signal: EPERM"}
+
+        def state(self):
+            return "sleeping"
+
+        def close(self):
+            pass
+
+    releaser = _release.Releaser.__new__(_release.Releaser)
+    releaser.start = time.monotonic()
+    monkeypatch.setattr(_release.os, "geteuid", lambda: 65534)
+    with pytest.raises(GpuFleetError) as err:
+        releaser._fail_if_denied([Denied()], {})  # pylint: disable=protected-access
+    assert err.value.msg == ("not permitted to signal: pid 4242 (sglang::x) of user root; this module runs as "
+                             "user nobody: run the task with become: true (or as the owner of these processes)")
