@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
-from ._errors import GpuFleetError, MissingLibrary
+import math
+import pwd
+
+from ._errors import GpuFleetError, InvalidInput, MissingLibrary
 from ._nvml import DEFAULT_V1_RESERVE_MIB
 from ._proctable import HAS_PSUTIL, PSUTIL_IMPORT_ERROR
 
@@ -33,3 +36,73 @@ def fail_from(module, exc):
     extra.pop("changed", None)
     changed = bool((exc.details.get("result") or {}).get("changed")) if isinstance(exc, GpuFleetError) else False
     module.fail_json(msg=exc.msg if isinstance(exc, GpuFleetError) else str(exc), changed=changed, **extra)
+
+
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _balanced(text):
+    """Whether every (, [ and { in `text` is closed (backslash escapes honoured)."""
+    stack, i = [], 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            i += 2
+            continue
+        if stack and stack[-1] == "]":
+            if char == "]":
+                stack.pop()
+        elif char in _OPENERS:
+            stack.append(_OPENERS[char])
+        elif stack and char == stack[-1]:
+            stack.pop()
+        i += 1
+    return not stack
+
+
+def regex_list(value, option):
+    """A list of regexes from a YAML/JSON list, or from a comma-separated string.
+
+    In k=v form (``patterns=a,b``) Ansible hands over one string. A comma inside a
+    regex (``{1,2}``, ``[,;]``) must not split it into two wrong regexes: when any
+    piece of the split would leave a bracket or brace open, the string is refused.
+    """
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [v if isinstance(v, str) else str(v) for v in value]
+    text = str(value)
+    if "," not in text:
+        return [text] if text else []
+    pieces = [p.strip() for p in text.split(",")]
+    if not all(_balanced(p) for p in pieces):
+        raise InvalidInput(
+            "%s: %r was given as one comma-separated string (k=v form), and splitting it at the commas "
+            "would cut the regex into %r; pass %s as a YAML list (%s: ['%s']) or as JSON "
+            "(-a '{\"%s\": [\"...\"]}')" % (option, text, pieces, option, option, text, option))
+    return [p for p in pieces if p]
+
+
+def finite(value, msg, strict=False):
+    """Refuse NaN, infinity and negative values (and 0 when strict) with `msg`.
+
+    NaN compares false with every number, so `nan <= 0` lets it through a plain
+    range check: `timeout: nan` would never time out.
+    """
+    if value is None or not math.isfinite(value) or value < 0 or (strict and value == 0):
+        raise InvalidInput("%s (got %r%s)" % (
+            msg, value, ", which is not a finite number" if value is not None and not math.isfinite(value) else ""))
+    return value
+
+
+def known_users(names, option="sweep_users"):
+    """Refuse user names this host does not know: a typo would sweep nobody's processes."""
+    unknown = []
+    for name in names or []:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            unknown.append(name)
+    if unknown:
+        raise InvalidInput("%s: no such user on this host: %s; give existing user names (see getent passwd)"
+                           % (option, ", ".join(repr(n) for n in unknown)))

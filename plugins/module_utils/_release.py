@@ -5,12 +5,18 @@
 
 from __future__ import annotations
 
+import math
 import os
+import pwd
 import time
 
 from . import _holders, _proctable, _scope
 from ._errors import GpuFleetError, InvalidInput, MissingLibrary
 from ._gpu_select import check_against, parse_gpus
+from ._gpu_args import finite, known_users
+from ._match_bounded import BoundedMatcher
+from ._safe_text import clean
+from ._threads import group_cmdline, group_state
 from ._gpu_state import describe, holder_record
 from ._nvml import NvmlError, NvmlSession, NvmlTimeout, gpu_memory_mib
 from ._patterns import compile_patterns, matches_any
@@ -23,24 +29,33 @@ STUCK_AFTER = 2.0  # seconds of unchanged memory before checking who still holds
 # passes made within this many seconds (the no-op's rescan and report): nothing was
 # signalled, so nothing of ours can have changed; a run that ever had a target never does.
 QUIET_REUSE = 0.25
+RESPAWN_SETTLE = 0.5  # default seconds after the last target is gone in which nothing may reappear
+RESPAWN_POLL = 0.1  # seconds between rescans for respawns
 
 
 class ReleaseOptions:
     FIELDS = ("patterns", "gpus", "sweep", "protect", "term_timeout", "timeout",
               "max_used_mib", "devices", "verify", "force_broad", "sweep_users",
-              "nvml_timeout", "v1_reserve_mib")
+              "nvml_timeout", "v1_reserve_mib", "respawn_settle")
 
     def __init__(self, **kwargs):
         for name in self.FIELDS:
             setattr(self, name, kwargs.get(name))
 
     def validate(self):
-        if self.term_timeout is None or self.term_timeout < 0:
+        if self.term_timeout is None or self.term_timeout < 0 or math.isnan(self.term_timeout):
             raise InvalidInput("term_timeout must be 0 (SIGKILL at once) or a positive number of seconds")
-        if self.timeout is None or self.timeout <= 0:
-            raise InvalidInput("timeout must be a positive number of seconds")
-        if self.max_used_mib is None or self.max_used_mib < 0:
-            raise InvalidInput("max_used_mib must be 0 or more")
+        finite(self.timeout, "timeout must be a positive number of seconds", strict=True)
+        finite(self.max_used_mib, "max_used_mib must be 0 or more")
+        if self.nvml_timeout is not None:
+            finite(self.nvml_timeout, "nvml_timeout must be a positive number of seconds "
+                   "(0 would fail every NVML request at once)", strict=True)
+        if self.v1_reserve_mib is not None:
+            finite(self.v1_reserve_mib, "v1_reserve_mib must be 0 or more")
+        known_users(self.sweep_users)
+        if self.respawn_settle is None:
+            self.respawn_settle = RESPAWN_SETTLE
+        finite(self.respawn_settle, "respawn_settle must be 0 or more seconds")
         if not self.patterns and not self.sweep:
             raise InvalidInput("nothing to release: give patterns, or leave sweep enabled")
 
@@ -111,6 +126,7 @@ class Releaser:
         self.devices = _holders.devices_dir(opts.devices)
         self.extra_protect = compile_protect(opts.protect)
         self.session = None
+        self.matcher = None
 
     # -- set-up ------------------------------------------------------------
     def _open_nvml(self):
@@ -172,6 +188,7 @@ class Releaser:
     def _new_plan(self):
         scope = self.scope
         table = _proctable.snapshot()
+        self._bounded_match(table)
         protection = Protection(table, os.getpid(), self.extra_protect)
         regexes = compile_patterns(self.opts.patterns, self.opts.force_broad)
         records = self.session.snapshot(scope.indices) if self.session is not None else None
@@ -180,17 +197,29 @@ class Releaser:
         return Plan(table, protection, regexes, scope.minors, self.opts, holdings,
                     scoped=self.requested is not None, busy=busy)
 
+    def _bounded_match(self, table):
+        """Fail, naming the pattern, if matching this table could run past the budget (_match_bounded)."""
+        if self.matcher is None:
+            self.matcher = BoundedMatcher(compile_patterns(self.opts.patterns, self.opts.force_broad)
+                                          + list(self.extra_protect))
+        self.matcher.check([info.cmdline for info in table.values() if info.argv], self.deadline)
+
     # -- the run -----------------------------------------------------------
     def run(self):
         try:
             result = self._run()
         except GpuFleetError as exc:
             self._scope_result(exc.details.get("result"))
+            # Every string Ansible gets must be UTF-8, whatever a process calls itself.
+            exc.msg = clean(exc.msg)
+            exc.args = (exc.msg,)
+            if exc.details.get("result") is not None:
+                exc.details["result"] = clean(exc.details["result"])
             raise
         finally:
             if self.session is not None:
                 self.session.close()
-        return self._scope_result(result)
+        return clean(self._scope_result(result))
 
     def _scope_result(self, result):
         """skipped_trees, and the selection as asked (the GPUs added for released trees apart)."""
@@ -215,12 +244,14 @@ class Releaser:
             close_all(planned)
             result["changed"] = bool(live)
             result["gpus"] = self._gpu_report(before, None, plan)
+            result["predicted_failures"] = self._predict(before, minors, plan, {t.pid for t in planned})
             return self._finish(result)
 
         timings = {}
         first = plan.targets(plan.pattern)
         t0 = time.monotonic()
         stuck = release(first, self.opts.term_timeout, self.deadline)
+        self._fail_if_denied(first, result)
         timings["pattern"] = round(time.monotonic() - t0, 3)
         done = list(first)
         if self.opts.sweep:
@@ -232,6 +263,7 @@ class Releaser:
                      if (pid, again.table[pid].create_time) not in handled}
             swept = again.targets(sweep)
             stuck += release(swept, self.opts.term_timeout, self.deadline)
+            self._fail_if_denied(first + swept, result)
             done += swept
             result["protected_holders"] = again.protected_holders
             plan = again
@@ -247,9 +279,103 @@ class Releaser:
             after = self._wait_drained(indices, minors)
             timings["verify"] = round(time.monotonic() - t0, 3)
             plan = self._plan(minors)  # who still holds what, for the report
+        if result["changed"] and not stuck:
+            t0 = time.monotonic()
+            self._check_respawns(minors, done, result)
+            timings["respawn_check"] = round(time.monotonic() - t0, 3)
         result["timings"] = timings
         result["gpus"] = self._gpu_report(before, after, plan)
         return self._finish(result)
+
+    # -- promises: permission, respawns, check mode ----------------------------
+    def _fail_if_denied(self, targets, result):
+        """A signal refused with EPERM fails the task at once: waiting cannot help."""
+        denied = [t for t in targets if t.denied]
+        if not denied:
+            return
+        result["killed"] = [t.result() for t in targets if t.signals]
+        result["failed_to_kill"] = [dict(t.result(), state=t.state()) for t in denied]
+        result["changed"] = any(t.signals for t in targets)
+        close_all(targets)
+        result["elapsed"] = round(time.monotonic() - self.start, 3)
+        if os.geteuid() == 0:
+            hint = ("this module runs as root without the right to signal them (no CAP_KILL in this container, "
+                    "or a security module refused): run it where root may signal these processes")
+        else:
+            hint = ("this module runs as %s: run the task with become: true (or as the owner of these processes)"
+                    % _user_name(os.geteuid()))
+        raise GpuFleetError(
+            "not permitted to signal: %s; %s"
+            % ("; ".join("pid %d (%s) of user %s" % (t.pid, t.result()["cmdline"][:120], t.info.user)
+                         for t in denied), hint), result=result)
+
+    def _check_respawns(self, minors, done, result):
+        """Rescan until RESPAWN_SETTLE s after the last target went (or the deadline): nothing may come back."""
+        handled = {(t.pid, t.info.create_time) for t in done}
+        gone = [t.gone_at for t in done if t.gone_at is not None]
+        # Never past the deadline: the last rescan and the report must fit before it too.
+        until = min((max(gone) if gone else time.monotonic()) + float(self.opts.respawn_settle), self.deadline - RESPAWN_POLL)
+        while True:
+            plan = self._plan(minors)
+            back = {pid: why for pid, why in list(plan.pattern.items()) + list(plan.sweep.items())
+                    if (pid, plan.table[pid].create_time) not in handled}
+            if back:
+                self._fail_respawned(plan, back, result)
+            now = time.monotonic()
+            if now + RESPAWN_POLL / 2 >= until:
+                return
+            time.sleep(min(RESPAWN_POLL, until - now))
+
+    def _fail_respawned(self, plan, back, result):
+        now = time.time()
+        records, parts = [], []
+        for pid in sorted(back):
+            info = plan.table[pid]
+            parent = plan.table.get(info.ppid)
+            rec = dict(holder_record(info, None), reason=back[pid], age=round(now - info.create_time, 3),
+                       parent=None if parent is None else holder_record(parent, plan.protection.reason(parent.pid)))
+            records.append(rec)
+            if parent is None or info.ppid <= 1 or plan.protection.reason(info.ppid) in ("init", "ancestor", "self"):
+                started_by = "its parent is gone (reparented to pid %d)" % info.ppid
+            else:
+                started_by = "restarted by pid %d (%s, user %s)" % (parent.pid, parent.cmdline[:120], parent.user)
+            parts.append("pid %d (%s, user %s, %s) appeared %.2f s ago, %s"
+                         % (pid, info.cmdline[:120], info.user, back[pid], rec["age"], started_by))
+        result["respawned"] = records
+        result["elapsed"] = round(time.monotonic() - self.start, 3)
+        raise GpuFleetError(
+            "GPUs not released: respawned after the release: %s; a supervisor (systemd, supervisord, a restart "
+            "loop, the server's own parent) restarts it: stop that supervisor first, then run gpu_release again"
+            % "; ".join(parts), result=result)
+
+    def _predict(self, before, minors, plan, planned):
+        """Check mode: the GPUs a real run would leave used, with who would still hold them.
+
+        A GPU above max_used_mib fails when nothing visible holds it, or when the holders
+        the real run would not signal hold more than max_used_mib by NVML's per-process
+        count (a listed holder whose amount NVML cannot tell counts as holding; one NVML
+        does not list, beside others it does, holds nothing, like a monitor). Where NVML
+        lists no process visible here (another PID namespace), no failure is predicted.
+        """
+        if not self.opts.verify or not before:
+            return []
+        holders = _holders.scan(self.devices)
+        out = []
+        for rec, minor in zip(before, minors):
+            used = gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0]
+            if used <= self.opts.max_used_mib:
+                continue
+            listed = {p["pid"]: p["used"] for p in rec["processes"] if p["pid"] in plan.table}
+            mapped = (holders.holders_of([minor]) | set(listed)) - plan.protection.own_tree
+            remain = sorted(p for p in mapped - planned if p in plan.table)
+            if mapped and (not remain or not listed):
+                continue
+            if remain and all(listed.get(p, 0) is not None for p in remain) and \
+                    sum(listed.get(p, 0) for p in remain) / 1048576.0 <= self.opts.max_used_mib:
+                continue
+            out.append({"index": rec["index"], "uuid": rec["uuid"], "used_mib": used,
+                        "holders": [holder_record(plan.table[p], plan.protection.reason(p)) for p in remain]})
+        return out
 
     def _wait_drained(self, indices, minors):
         """Poll NVML until every selected GPU is free, or the deadline.
@@ -311,6 +437,11 @@ class Releaser:
     def _finish(self, result):
         result["elapsed"] = round(time.monotonic() - self.start, 3)
         problems = []
+        for gpu in result.get("predicted_failures") or []:
+            who = ", ".join(_describe_holder(h) for h in gpu["holders"]) or \
+                "no process visible here (another PID namespace or a stuck context?)"
+            problems.append("GPU %d (%s) would still have %.0f MiB used after a real run (check mode); "
+                            "holders that would not be signalled: %s" % (gpu["index"], gpu["uuid"], gpu["used_mib"], who))
         for t in result["failed_to_kill"]:
             problems.append("pid %d (%s, state %s, user %s) did not exit within the timeout of %ss"
                             % (t["pid"], t["cmdline"][:120], t["state"], t["user"], self.opts.timeout))
@@ -353,8 +484,20 @@ class _ScopeState:
         return self.session.snapshot(self.gpu_map.indices(minors))
 
 
+def _user_name(uid):
+    try:
+        return "user %s" % pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return "uid %d" % uid
+
+
 def _describe_holder(holder):
-    text = "pid %d (%s, state %s" % (holder["pid"], holder["cmdline"][:80], holder["state"])
+    cmdline, state = holder["cmdline"], holder["state"]
+    if state == "zombie" or not cmdline:
+        # A leader that exited while its threads hold the GPU: name it through a live thread.
+        state = group_state(holder["pid"]) or state
+        cmdline = cmdline or group_cmdline(holder["pid"]) or "?"
+    text = "pid %d (%s, state %s" % (holder["pid"], cmdline[:80], state)
     if holder.get("protected"):
         text += ", protected: " + holder["protected"]
     return text + ")"

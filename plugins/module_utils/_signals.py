@@ -19,6 +19,7 @@ import signal
 import time
 
 from ._proctable import psutil
+from ._threads import group_cmdline, group_state, leader_exited, term_blocked
 
 HAS_PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 POLL_FALLBACK = 0.02
@@ -38,9 +39,13 @@ class Target:
         self.sent_at = None
         self.gone_at = None
         self.error = None
+        self.denied = False
+        self.sigkill_at_once = None
         self._pidfd = None
         self._proc = None
         self.gone = not self._pin()
+        # Read now, while it runs: the leader's cmdline reads empty once the main thread exited.
+        self.cmdline = info.cmdline or ("" if self.gone else group_cmdline(info.pid))
 
     def _pin(self):
         """Bind to the process; False when it is already gone or was replaced."""
@@ -55,7 +60,8 @@ class Target:
                     self.close()
                     return False
             self._proc = proc
-            return proc.status() != psutil.STATUS_ZOMBIE
+            # A zombie leader whose other threads run on still holds what they hold.
+            return proc.status() != psutil.STATUS_ZOMBIE or bool(leader_exited(self.info.pid))
         except (psutil.NoSuchProcess, ProcessLookupError):
             return False
 
@@ -76,6 +82,7 @@ class Target:
             return
         except (PermissionError, psutil.AccessDenied) as exc:
             self.error = "not permitted to signal: %s" % exc
+            self.denied = True
             return
         self.signals.append(signal.Signals(sig).name)
         if self.sent_at is None:
@@ -96,7 +103,7 @@ class Target:
                 self._mark_gone(now)
         else:
             try:
-                if self._proc.status() == psutil.STATUS_ZOMBIE:
+                if self._proc.status() == psutil.STATUS_ZOMBIE and not leader_exited(self.pid):
                     self._mark_gone(now)
             except psutil.NoSuchProcess:
                 self._mark_gone(now)
@@ -104,9 +111,12 @@ class Target:
 
     def state(self):
         try:
-            return self._proc.status() if self._proc else "gone"
+            status = self._proc.status() if self._proc else "gone"
         except psutil.NoSuchProcess:
             return "gone"
+        if status == psutil.STATUS_ZOMBIE:
+            return group_state(self.pid) or status
+        return status
 
     def close(self):
         if self._pidfd is not None:
@@ -115,11 +125,15 @@ class Target:
 
     def result(self):
         rec = self.info.as_dict()
+        if not rec.get("cmdline"):
+            rec["cmdline"] = self.cmdline or ("[%s]" % self.info.name if self.info.name else "")
         rec.update(reason=self.reason, signals=self.signals,
                    gone_after=None if self.gone_at is None or self.sent_at is None
                    else round(self.gone_at - self.sent_at, 3))
         if self.error:
             rec["error"] = self.error
+        if self.sigkill_at_once:
+            rec["sigkill_at_once"] = self.sigkill_at_once
         return rec
 
 
@@ -141,6 +155,10 @@ def wait_gone(targets, deadline):
 def release(targets, term_timeout, deadline, on_progress=None):
     """SIGTERM, wait up to term_timeout, SIGKILL the rest, wait to the deadline.
 
+    A target that cannot act on SIGTERM (_threads.term_blocked) gets SIGKILL at
+    once, recorded in its `sigkill_at_once`. When a signal is refused (EPERM),
+    nothing is waited for: the refused targets are returned at once.
+
     The SIGKILL comes no later than KILL_RESERVE (at most half the time left)
     before the deadline, even when term_timeout would reach past it.
     Returns the targets still alive at the deadline.
@@ -148,13 +166,23 @@ def release(targets, term_timeout, deadline, on_progress=None):
     live = [t for t in targets if not t.gone]
     if not live:
         return []
-    first = signal.SIGKILL if term_timeout <= 0 else signal.SIGTERM
     now = time.monotonic()
+    termed = []
     for target in live:
-        target.send(first, now)
-    if first == signal.SIGTERM:
+        if term_timeout <= 0:
+            target.send(signal.SIGKILL, now)
+            continue
+        # SIGTERM that cannot take effect would only cost term_timeout.
+        target.sigkill_at_once = term_blocked(target.pid)
+        target.send(signal.SIGKILL if target.sigkill_at_once else signal.SIGTERM, now)
+        if not target.sigkill_at_once:
+            termed.append(target)
+    denied = [t for t in live if t.denied]
+    if denied:
+        return denied  # the caller fails at once: waiting cannot help
+    if termed:
         reserve = min(KILL_RESERVE, max(deadline - now, 0.0) / 2.0)
-        alive = wait_gone(live, min(deadline - reserve, now + term_timeout))
+        alive = wait_gone(termed, min(deadline - reserve, now + term_timeout))
         now = time.monotonic()
         for target in alive:
             target.send(signal.SIGKILL, now)

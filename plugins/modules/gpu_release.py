@@ -47,21 +47,27 @@ options:
   patterns:
     description:
       - Regular expressions (Python C(re.search)) matched against each process's full command line
-        (C(/proc/PID/cmdline) joined with spaces). Every matching process and every descendant it has
-        at the time of the scan is released.
+        (C(/proc/PID/cmdline) joined with spaces). Every matching process and its descendants at the time
+        of the scan are released; descent stops at another session (a tmux/screen session, a separate
+        session leader) unless that process matches or holds a selected GPU. Ansible's own processes
+        (ansible, ansible-playbook, AnsiballZ modules, async_wrapper, their SSH session) never match.
       - Refused with a clear error, unless O(force_broad=true) - an empty string, a regex that does not
         compile, one that matches the empty command line (such as C(.*)), one that matches ordinary
         host processes (such as C(python), which hits Python daemons and notebooks, or C(bash)).
       - SGLang's own kill set is C(sglang::|sglang\.launch_server|sglang\.bench|sglang\.data_parallel|sglang\.srt|sgl_diffusion::|sglang serve).
-    type: list
-    elements: str
+      - A list, or one comma-separated string (k=v form, C(patterns=a,b)). A string whose split at a comma would
+        cut a regex (C(sglang::scheduler_TP[0-9]{1,2})) is refused; give such a pattern as a YAML or JSON list.
+    type: raw
     default: []
   gpus:
     description:
       - V(all), or a list of NVML GPU indices (also a comma-separated string).
       - Only holders of these GPUs are swept and only these GPUs are verified. A process that uses
-        only other GPUs is never touched by the sweep (two tenants on one host). Pattern matches are
-        released whatever GPUs they use.
+        only other GPUs is never touched by the sweep (two tenants on one host).
+      - A matched tree is released only if it holds a selected GPU (by device number, whatever the
+        device file is called), or holds no GPU memory and its C(CUDA_VISIBLE_DEVICES) names a selected
+        GPU or is unreadable; a tree only on other GPUs is left alone and listed in RV(skipped_trees).
+        Every GPU a released tree held is verified, not only the selected ones.
     type: raw
     default: all
   sweep:
@@ -129,8 +135,19 @@ options:
     description:
       - Seconds any one NVML request may take. NVML runs in a helper process, so a hung driver call
         fails the task instead of hanging the play.
+      - Must be above 0. O(timeout), O(max_used_mib), O(v1_reserve_mib) and O(respawn_settle) must be
+        finite numbers (V(nan) and V(inf) are refused), and every O(sweep_users) entry a user this host knows.
     type: float
     default: 20
+  respawn_settle:
+    description:
+      - After a release that signalled something, patterns and device holders are rescanned until this
+        many seconds after the last target was gone (never past O(timeout)). A process that matches or
+        holds a selected GPU and was not there before fails the task, naming it and the parent that
+        restarted it (stop that supervisor first). A supervisor that restarts more slowly than this
+        is not caught; raise it for such hosts.
+    type: float
+    default: 0.5
 notes:
   - For a graceful drain of in-flight requests, stop the server through its supervisor first (the
     P(gpufleet.serving.sglang_server#role) role does), then run this module to clean up and verify.
@@ -181,10 +198,33 @@ killed:
     reason: {description: "C(pattern), C(descendant) (of a pattern match) or C(device) (found by the sweep).", type: str, returned: always}
     signals: {description: "Signals sent, e.g. C([SIGTERM, SIGKILL]).", type: list, elements: str, returned: always}
     gone_after: {description: Seconds from the first signal until the process was gone., type: float, returned: always}
+    sigkill_at_once:
+      description: >-
+        Why the process got SIGKILL without a SIGTERM first: C(SIGTERM ignored), C(SIGTERM blocked by every thread),
+        or C(PID 1 of its own PID namespace without a SIGTERM handler) (read from /proc/PID/status).
+      type: str
+      returned: when so
   sample:
     - {pid: 4242, user: root, cmdline: "python3 -m sglang.launch_server --tp 8", reason: pattern, signals: [SIGTERM], gone_after: 0.21}
+respawned:
+  description: >-
+    Processes that matched or held a selected GPU after the release although they were not there before
+    (the task then fails), each with C(age) in seconds and its C(parent).
+  returned: on a respawn
+  type: list
+  elements: dict
+predicted_failures:
+  description: >-
+    Check mode: selected GPUs a real run would leave in use, with the holders it would not signal
+    (protected, outside O(sweep_users), or with O(sweep=false)); the check-mode task fails when there are any.
+  returned: in check mode
+  type: list
+  elements: dict
 failed_to_kill:
-  description: Processes still alive at the deadline, with their state (for example C(D) or C(zombie)).
+  description: >-
+    Processes still alive at the deadline, with their state (for example C(D) or C(zombie)); a process whose
+    main thread exited while other threads run on shows e.g. C(sleeping (main thread exited, 2 threads live)).
+    A signal refused with EPERM fails the task at once, and the refused processes are listed here.
   returned: always
   type: list
   elements: dict
@@ -259,14 +299,14 @@ elapsed:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu_args import COMMON_ARGS, fail_from, require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu_args import COMMON_ARGS, fail_from, regex_list, require_psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._release import Releaser, ReleaseOptions
 
 
 def main():
     argument_spec = dict(
         COMMON_ARGS,
-        patterns=dict(type="list", elements="str", default=[]),
+        patterns=dict(type="raw", default=[]),
         sweep=dict(type="bool", default=True),
         sweep_users=dict(type="list", elements="str", default=[]),
         force_broad=dict(type="bool", default=False),
@@ -274,11 +314,13 @@ def main():
         timeout=dict(type="float", default=60.0),
         max_used_mib=dict(type="float", default=0.0),
         verify=dict(type="bool", default=True),
+        respawn_settle=dict(type="float", default=0.5),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_psutil(module)
     opts = ReleaseOptions(**{k: module.params[k] for k in ReleaseOptions.FIELDS})
     try:
+        opts.patterns = regex_list(module.params["patterns"], "patterns")
         result = Releaser(opts, check_mode=module.check_mode).run()
     except GpuFleetError as exc:
         fail_from(module, exc)

@@ -80,16 +80,40 @@ def state(pid):
         return None
 
 
+def live_threads(pid):
+    """TIDs of `pid`'s threads that have not exited (a zombie leader may have some)."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return []
+    out = []
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                    out.append(int(tid))
+        except OSError:
+            pass
+    return sorted(out)
+
+
 def alive(pid):
-    return state(pid) not in (None, "Z")
+    """Runs: not gone, and not a zombie, unless its main thread exited while others run on."""
+    st = state(pid)
+    return st is not None and (st != "Z" or bool(live_threads(pid)))
 
 
 def cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            return handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
+    """The command line; read through a live thread when the leader exited (its own reads empty)."""
+    for path in ["/proc/%d/cmdline" % pid] + ["/proc/%d/task/%d/cmdline" % (pid, t) for t in live_threads(pid)]:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            continue
+        if text:
+            return text
+    return ""
 
 
 def nspid(pid):

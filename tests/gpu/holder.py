@@ -12,13 +12,21 @@ until killed. --gib 0 without --context never touches CUDA (a server parent).
 
 --backend fake holds memory on the fake GPU kit instead (tests/sim; FAKE_NVML_ROOT
 set), so the suite's own logic can be tried on a machine without a GPU.
+
+--catch-term installs a SIGTERM handler that does nothing (the process lives on;
+--ignore-term sets SIG_IGN instead, which gpu_release answers with SIGKILL at once).
+--leader-exit ends the main thread (pthread_exit) once the ready line is out, while
+another thread keeps the process and its GPU memory: /proc/PID shows a zombie leader
+with an empty cmdline, maps and fd list (issue 11, item 5).
 """
 import argparse
+import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,24 +71,29 @@ def main():
     ap.add_argument("--gib", type=float, default=0.0)
     ap.add_argument("--context", action="store_true", help="create a CUDA context even with --gib 0")
     ap.add_argument("--ignore-term", action="store_true")
+    ap.add_argument("--catch-term", action="store_true")
+    ap.add_argument("--leader-exit", action="store_true")
     ap.add_argument("--nvml-poll", action="store_true",
                     help="no CUDA: poll NVML every 0.5 s, like a monitoring exporter")
     ap.add_argument("--child", action="append", default=[],
-                    help="GPU,GIB,TITLE[,ignore-term] of a child holder to start")
+                    help="GPU,GIB,TITLE[,ignore-term|,catch-term|,leader-exit] of a child holder to start")
     ap.add_argument("--backend", choices=("torch", "fake"), default=os.environ.get("GF_BACKEND", "torch"))
     args = ap.parse_args()
 
     set_title(args.title)
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    elif args.catch_term:
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
 
     kids = []
     for spec in args.child:
         gpu, gib, rest = spec.split(",", 2)
         flags = []
-        if rest.endswith(",ignore-term"):
-            rest = rest[: -len(",ignore-term")]
-            flags.append("--ignore-term")
+        for flag in ("ignore-term", "catch-term", "leader-exit"):
+            if rest.endswith("," + flag):
+                rest = rest[: -len(flag) - 1]
+                flags.append("--" + flag)
         cmd = [sys.executable, os.path.abspath(__file__), "--title", rest, "--gpu", gpu,
                "--gib", gib, "--backend", args.backend] + flags
         kids.append((rest, subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)))
@@ -105,6 +118,10 @@ def main():
     sys.stdout.flush()
     # Children are never waited for: a killed child stays a zombie while we live.
     _keep = (held, kids)  # noqa: F841  keep the memory and the Popen objects alive
+    if args.leader_exit:
+        # Another thread keeps the process (and `held`) alive; the main thread ends.
+        threading.Thread(target=lambda: [time.sleep(3600) for _ in iter(int, 1)], args=()).start()
+        ctypes.CDLL(None).pthread_exit(None)
     while True:
         if nvml is not None:
             for i in range(nvml.nvmlDeviceGetCount()):

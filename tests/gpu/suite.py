@@ -71,7 +71,7 @@ class Suite:
         cmd = [PY, HOLDER, "--title", self.title(title), "--gpu", str(gpu), "--gib", str(gib)]
         for k_gpu, k_gib, k_title, *flags in kids:
             cmd += ["--child", "%d,%s,%s%s" % (k_gpu, k_gib, self.title(k_title),
-                                               ",ignore-term" if "ignore-term" in flags else "")]
+                                               "".join("," + f for f in flags))]
         if ignore_term:
             cmd.append("--ignore-term")
         if context:
@@ -315,8 +315,21 @@ def case_orphans(s):
 
 
 def case_sigterm_ignored(s):
-    """A worker that ignores SIGTERM gets SIGKILL at term_timeout."""
+    """A worker that ignores SIGTERM (SigIgn) gets SIGKILL at once, not after term_timeout."""
     w = s.start("sglang::scheduler_TP0", gpu=0, gib=4, ignore_term=True)
+    res = s.release({"patterns": [s.pat], "term_timeout": 5})
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    entry = killed_by_pid(res).get(w["pid"])
+    check(entry and entry["signals"] == ["SIGKILL"], "signals %s" % (entry and entry["signals"]))
+    check(entry.get("sigkill_at_once") == "SIGTERM ignored", "sigkill_at_once %s" % entry.get("sigkill_at_once"))
+    check(entry["gone_after"] < 1.0, "gone after %s" % entry["gone_after"])
+    check(not gpuview.alive(w["pid"]), "still alive")
+    return {"signals": entry["signals"], "gone_after_s": entry["gone_after"], "module_elapsed_s": res["elapsed"]}
+
+
+def case_sigterm_caught(s):
+    """A worker that handles SIGTERM and lives on gets SIGKILL at term_timeout."""
+    w = s.start("sglang::scheduler_TP0", gpu=0, gib=4, extra=["--catch-term"])
     res = s.release({"patterns": [s.pat], "term_timeout": 1})
     check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
     entry = killed_by_pid(res).get(w["pid"])
@@ -324,6 +337,43 @@ def case_sigterm_ignored(s):
     check(entry["gone_after"] >= 1.0, "gone after %s" % entry["gone_after"])
     check(not gpuview.alive(w["pid"]), "still alive")
     return {"signals": entry["signals"], "gone_after_s": entry["gone_after"], "module_elapsed_s": res["elapsed"]}
+
+
+def case_leader_exit(s):
+    """A CUDA worker whose main thread exited while another thread holds the memory: signalled, waited, named.
+
+    The worker is a child of the server parent (so the pattern reaches it as a descendant even where
+    its own cmdline reads empty). protect is off for this release: the token guard matches the empty
+    cmdline of such a leader; sweep is off, so only the token's own pattern tree is touched.
+    """
+    tree = s.start(SERVER % 1, kids=[(0, 4, "sglang::scheduler_TP0", "leader-exit")])
+    child = tree["children"][s.title("sglang::scheduler_TP0")]
+    t0 = time.monotonic()
+    while gpuview.state(child) != "Z":
+        check(time.monotonic() - t0 < 20, "the worker's main thread never exited")
+        time.sleep(0.01)
+    with open("/proc/%d/cmdline" % child, "rb") as handle:
+        leader_cmdline = handle.read()
+    facts = {"leader_state": gpuview.state(child), "leader_cmdline_bytes": len(leader_cmdline),
+             "live_threads": len(gpuview.live_threads(child)),
+             "leader_files": gpuview.device_files(child, s.devices),
+             "used_before_mib": s.nv.used_all_mib()}
+    tid = gpuview.live_threads(child)[0]
+    with open("/proc/%d/task/%d/maps" % (child, tid)) as handle:
+        facts["thread_maps_nvidia_lines"] = sum(1 for line in handle if "/nvidia" in line)
+    check(gpuview.alive(child), "the worker's threads are gone")
+    res = s.release({"patterns": [s.pat], "gpus": [0], "sweep": False, "term_timeout": 5, "timeout": 30},
+                    protect=False)
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    entry = killed_by_pid(res).get(child)
+    check(entry is not None, "the worker was not signalled: %s" % short(res))
+    check(entry["signals"] == ["SIGTERM"], "signals %s" % entry["signals"])
+    check(s.title("sglang::scheduler_TP0") in entry["cmdline"], "named %r" % entry["cmdline"])
+    check(not gpuview.alive(child), "still alive")
+    check(all(g["free"] for g in res["gpus"]), "GPU 0 not free")
+    facts.update(signals=entry["signals"], gone_after_s=entry["gone_after"], named=entry["cmdline"],
+                 module_elapsed_s=res["elapsed"], timings=res.get("timings"))
+    return facts
 
 
 def case_zombie(s):
@@ -381,6 +431,35 @@ def case_pid_namespace(s):
     check(all(g["free"] for g in res["gpus"]), "a GPU is not free")
     facts["signals"] = got[host_pid]["signals"]
     return facts
+
+
+def case_namespace_init(s):
+    """A CUDA holder that is PID 1 of its own PID namespace (no SIGTERM handler) gets SIGKILL at once.
+
+    The kernel drops SIGTERM sent from outside to a namespace init without a handler: before,
+    the release waited the whole term_timeout (5.1 s of a 5.5 s release).
+    """
+    def wrap(cmd):  # the holder itself is the namespace's PID 1
+        return ["unshare", "--pid", "--fork", "--kill-child"] + cmd
+    inner = s.start("sglang::scheduler_TP0", gpu=0, gib=4, wrap=wrap)
+    check(inner["pid"] == 1, "the holder is pid %s in its namespace, not 1" % inner["pid"])
+    unshare = s.started[-1].pid
+    hosts = gpuview.children(unshare)
+    check(hosts, "no holder under unshare")
+    host_pid = hosts[0]
+    s.pids.add(host_pid)
+    nspid = gpuview.nspid(host_pid)
+    res = s.release({"patterns": [s.pat], "gpus": [0], "term_timeout": 5})
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    entry = killed_by_pid(res).get(host_pid)
+    check(entry is not None, "the namespace init was not signalled: %s" % short(res))
+    check(entry["signals"] == ["SIGKILL"], "signals %s" % entry["signals"])
+    check(entry.get("sigkill_at_once") == "PID 1 of its own PID namespace without a SIGTERM handler",
+          "sigkill_at_once %s" % entry.get("sigkill_at_once"))
+    check(res["elapsed"] < 3.0, "took %s s" % res["elapsed"])
+    check(all(g["free"] for g in res["gpus"]), "GPU 0 not free")
+    return {"nspid": nspid, "signals": entry["signals"], "gone_after_s": entry["gone_after"],
+            "module_elapsed_s": res["elapsed"], "timings": res.get("timings")}
 
 
 def case_protected(s):
@@ -575,8 +654,10 @@ def _token_pids(token):
 
 CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
          ("tree_direct", case_tree_direct), ("driver_release", case_driver_release),
-         ("orphans", case_orphans), ("sigterm_ignored", case_sigterm_ignored), ("zombie", case_zombie),
-         ("pid_namespace", case_pid_namespace), ("protected_name", case_protected),
+         ("orphans", case_orphans), ("sigterm_ignored", case_sigterm_ignored),
+         ("sigterm_caught", case_sigterm_caught), ("leader_exit", case_leader_exit), ("zombie", case_zombie),
+         ("pid_namespace", case_pid_namespace), ("namespace_init", case_namespace_init),
+         ("protected_name", case_protected),
          ("nvml_monitor", case_nvml_monitor),
          ("check_mode", case_check_mode), ("clean_noop", case_clean_noop), ("role", case_role)]
 

@@ -372,7 +372,7 @@ def check(trial, pids, result, error, gone_ids, outsiders_gone):
             problems.append("failed_to_kill: %s" % result["failed_to_kill"])
         if result.get("changed") != bool(expected):
             problems.append("changed %s with %d expected" % (result.get("changed"), len(expected)))
-    want_fail = bool(trial["unfree"]) and not trial["check_mode"]
+    want_fail = bool(trial["unfree"])  # check mode predicts the real run's failure too (issue 11)
     if want_fail != (error is not None):
         problems.append("error %r, expected %s" % (error, "a failure on GPUs %s" % trial["unfree"]
                                                    if want_fail else "success"))

@@ -73,10 +73,10 @@ def kill_sshd(fleet, index):
 
 def test_reset_reports_a_host_whose_ssh_dies_mid_run(request, tmp_path):
     fleet = start_fleet(request, tmp_path, 2, 2701)
-    # On sim-h2 a server worker that ignores SIGTERM keeps gpu_release busy for
+    # On sim-h2 a server worker that survives SIGTERM keeps gpu_release busy for
     # reset_term_timeout seconds: SSH goes down while the module runs there.
     fleet.ssh(2, "%s %s gpu hold \"$FAKE_NVML_ROOT\" --gpu 0 --mib 4096 --title sglang::scheduler_TP0 "
-                 "--ignore-term --detach" % (REPO / ".venv" / "bin" / "python", REPO / "tests" / "sim" / "simctl"))
+                 "--catch-term --detach" % (REPO / ".venv" / "bin" / "python", REPO / "tests" / "sim" / "simctl"))
     summary_file = tmp_path / "reset.json"
     proc = subprocess.Popen(
         fleet.playbook_cmd("reset.yml", {"reset_term_timeout": 30, "reset_timeout": 40,

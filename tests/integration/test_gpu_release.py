@@ -65,9 +65,10 @@ def test_orphaned_workers_found(gpu_root, ns):
     assert not any(ns.alive(p) for p in tree["workers"].values())
 
 
-def test_sigterm_ignoring_worker_escalates(gpu_root, ns):
+def test_sigterm_surviving_worker_escalates(gpu_root, ns):
+    """A worker that handles SIGTERM and lives on gets SIGKILL at term_timeout."""
     root, env = gpu_root
-    pid = hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env, ignore_term=True)
+    pid = hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env, catch_term=True)
     res = run_module("gpu_release", {"patterns": [SGLANG], "term_timeout": 0.5}, env=env, ns=ns)
     assert res["_rc"] == 0, res.get("msg")
     (entry,) = [k for k in res["killed"] if k["pid"] == pid]

@@ -256,7 +256,7 @@ def test_term_timeout_beyond_timeout_still_kills_in_time(gpu_root, ns):
     stuck ("state gone") and its GPU held.
     """
     root, env = gpu_root
-    pid = hold(root, 2, 1000, "sglang::scheduler_TP0", ns, env, ignore_term=True)
+    pid = hold(root, 2, 1000, "sglang::scheduler_TP0", ns, env, catch_term=True)
     res = run_module("gpu_release", {"patterns": [SGLANG], "term_timeout": 30, "timeout": 2}, env=env, ns=ns)
     assert res["_rc"] == 0, res.get("msg")
     (entry,) = res["killed"]

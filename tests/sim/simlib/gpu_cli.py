@@ -5,7 +5,7 @@
                 [--driver-version V] [--release-delay-ms D]
   env ROOT                           export lines for LD_LIBRARY_PATH, FAKE_NVML_ROOT,
                                      GPUFLEET_NVIDIA_DEVICES
-  hold ROOT --gpu 0[,1..] --mib M [--title T] [--ignore-term] [--exit-delay S] [--detach]
+  hold ROOT --gpu 0[,1..] --mib M [--title T] [--ignore-term|--catch-term] [--exit-delay S] [--detach]
   status ROOT                        JSON per GPU
   fault ROOT hang|lost N|no_v2 [--clear]
 """
@@ -49,7 +49,9 @@ def _parser():
     s.add_argument("--gpu", required=True, help="comma-separated indices")
     s.add_argument("--mib", type=int, required=True)
     s.add_argument("--title", help="the command line the process shows (setproctitle)")
-    s.add_argument("--ignore-term", action="store_true")
+    s.add_argument("--ignore-term", action="store_true", help="SIG_IGN for SIGTERM (shows in SigIgn)")
+    s.add_argument("--catch-term", action="store_true",
+                   help="a SIGTERM handler that does nothing: the process lives on (shows in SigCgt)")
     s.add_argument("--exit-delay", type=float, default=0.0,
                    help="seconds between SIGTERM and exit")
     s.add_argument("--detach", action="store_true")
@@ -99,6 +101,8 @@ def _detach(args):
         cmd += ["--title", args.title]
     if args.ignore_term:
         cmd.append("--ignore-term")
+    if args.catch_term:
+        cmd.append("--catch-term")
     # stdio to /dev/null: a holder must not keep a caller's capture pipes open.
     proc = subprocess.Popen(cmd, pass_fds=(wfd,), start_new_session=True, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -177,6 +181,8 @@ def _hold(args):
         ctypes.CDLL(None).prctl(15, args.comm.encode()[:15], 0, 0, 0)  # PR_SET_NAME
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    elif args.catch_term:
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
     elif args.exit_delay > 0:
         def slow_exit(signum, frame):
             # A slow shutdown (a draining server): the memory stays until the exit.

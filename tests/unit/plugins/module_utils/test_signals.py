@@ -19,8 +19,9 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import
 from _unit_support import poll_until, proc_state
 
 OBEY = "import sys; print('ready', flush=True); sys.stdin.read()"
-IGNORE_TERM = ("import signal, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-               "print('ready', flush=True); sys.stdin.read()")
+# Handles SIGTERM and lives on (a SIG_IGN process gets SIGKILL at once: test_signal_promises.py).
+SURVIVE_TERM = ("import signal, sys; signal.signal(signal.SIGTERM, lambda *a: None); "
+                "print('ready', flush=True); sys.stdin.read()")
 ECHO = "import sys\nprint('ready', flush=True)\nfor line in sys.stdin:\n    print(line.strip(), flush=True)"
 EXIT_SOON = "import sys, time; print('ready', flush=True); time.sleep(0.3)"
 
@@ -50,7 +51,7 @@ def info_of(pid, create_time_shift=0.0):
 
 
 def test_term_then_kill_escalation(mode, start):
-    stubborn = start(IGNORE_TERM)
+    stubborn = start(SURVIVE_TERM)
     obedient = start(OBEY)
     targets = [sig.Target(info_of(stubborn.pid), "pattern"), sig.Target(info_of(obedient.pid), "descendant")]
     assert [t.gone for t in targets] == [False, False]

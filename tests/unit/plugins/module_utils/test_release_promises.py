@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Issue 11's promises at the module_utils level, on real processes this test starts.
+
+Thread groups whose leader exited, SIGTERM that cannot act, bounded matching, UTF-8
+results, input checks. The end-to-end tests are tests/integration/test_release_promises.py.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import psutil
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils import _signals as sig
+from ansible_collections.gpufleet.serving.plugins.module_utils import _threads
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu_args import finite, known_users, regex_list
+from ansible_collections.gpufleet.serving.plugins.module_utils._match_bounded import BoundedMatcher
+from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import ProcInfo
+from ansible_collections.gpufleet.serving.plugins.module_utils._safe_text import clean
+
+from _unit_support import poll_until, proc_state
+
+READY = "print('ready', flush=True); sys.stdin.read()"
+CODES = {
+    "default": "import sys; " + READY,
+    "ignored": "import signal, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); " + READY,
+    "blocked": "import signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM]); " + READY,
+    "caught": "import signal, sys; signal.signal(signal.SIGTERM, lambda *a: None); " + READY,
+}
+LEADER_EXIT = ("import ctypes, sys, threading, time\n"
+               "threading.Thread(target=lambda: time.sleep(3600)).start()\n"
+               "print('ready', flush=True)\n"
+               "ctypes.CDLL(None).pthread_exit(None)\n")
+
+
+def info_of(pid):
+    p = psutil.Process(pid)
+    return ProcInfo(pid, p.ppid(), p.create_time(), p.username(), p.cmdline(), p.name(), p.status())
+
+
+@pytest.mark.parametrize("kind, why", [("default", None), ("caught", None), ("ignored", "SIGTERM ignored"),
+                                       ("blocked", "SIGTERM blocked by every thread")])
+def test_term_blocked_reads_proc_status(own_procs, kind, why):
+    proc = own_procs.start(CODES[kind])
+    assert proc.stdout.readline().strip() == "ready"
+    assert _threads.term_blocked(proc.pid) == why
+
+
+def test_sigterm_ignored_gets_sigkill_at_once(own_procs):
+    proc = own_procs.start(CODES["ignored"])
+    assert proc.stdout.readline().strip() == "ready"
+    target = sig.Target(info_of(proc.pid), "pattern")
+    t0 = time.monotonic()
+    assert sig.release([target], term_timeout=10, deadline=t0 + 20) == []
+    assert time.monotonic() - t0 < 2.0  # not term_timeout
+    assert target.signals == ["SIGKILL"] and target.result()["sigkill_at_once"] == "SIGTERM ignored"
+
+
+@pytest.fixture
+def leader_exited(own_procs):
+    proc = own_procs.start(LEADER_EXIT, "gf-probe-arg")
+    assert proc.stdout.readline().strip() == "ready"
+    poll_until(lambda: proc_state(proc.pid) == "Z", what="main thread to exit")
+    return proc
+
+
+def test_exited_leader_counts_as_alive_named_and_signalled(leader_exited):
+    pid = leader_exited.pid
+    assert _threads.leader_exited(pid) and len(_threads.live_tasks(pid)) == 1
+    assert _threads.group_cmdline(pid).endswith("gf-probe-arg")
+    assert _threads.group_state(pid) == "sleeping (main thread exited, 1 thread live)"
+    info = ProcInfo(pid, 1, psutil.Process(pid).create_time(), "root", [], "python", "zombie")
+    target = sig.Target(info, "descendant")
+    assert target.gone is False  # before: a zombie leader counted as gone, never signalled
+    assert target.state() == "sleeping (main thread exited, 1 thread live)"
+    assert sig.release([target], term_timeout=5, deadline=time.monotonic() + 10) == []
+    assert target.signals == ["SIGTERM"]
+    assert target.result()["cmdline"].endswith("gf-probe-arg")
+    assert leader_exited.wait(timeout=10) == -15
+
+
+def test_catastrophic_pattern_fails_in_budget_naming_it():
+    matcher = BoundedMatcher([re.compile("sglang::"), re.compile(r"(\w+\s?)+::scheduler")])
+    t0 = time.monotonic()
+    with pytest.raises(InvalidInput) as err:
+        matcher.check(["python3 job.py " + "a" * 32], time.monotonic() + 1.0)
+    assert time.monotonic() - t0 < 3.0
+    assert err.value.msg.startswith("pattern '(\\\\w+\\\\s?)+::scheduler' did not finish matching")
+
+
+def test_benign_patterns_pass_and_are_not_checked_twice():
+    matcher = BoundedMatcher([re.compile("sglang::")])
+    matcher.check(["sglang::scheduler_TP0", "bash"], time.monotonic() + 5)
+    assert matcher.checked == {"sglang::scheduler_TP0", "bash"}
+    matcher.check(["bash"], time.monotonic() - 1)  # nothing new: no child, no deadline trouble
+
+
+def test_clean_escapes_non_utf8():
+    bad = b"sglang::\xff\xfe".decode("utf-8", "surrogateescape")
+    out = clean({"killed": [{"cmdline": bad, "pid": 3}], "msg": "ok \u00e9"})
+    assert out == {"killed": [{"cmdline": "sglang::\\xff\\xfe", "pid": 3}], "msg": "ok \u00e9"}
+    out["killed"][0]["cmdline"].encode("utf-8")
+
+
+@pytest.mark.parametrize("value, expected", [
+    (["a{1,2}", "b"], ["a{1,2}", "b"]),
+    ("a|b,c", ["a|b", "c"]),
+    ("sglang::", ["sglang::"]),
+    (None, []),
+])
+def test_regex_list_accepts(value, expected):
+    assert regex_list(value, "patterns") == expected
+
+
+@pytest.mark.parametrize("value", ["sglang::scheduler_TP[0-9]{1,2}", "x[,;]y", "(a,b)"])
+def test_regex_list_refuses_a_split_that_cuts_a_regex(value):
+    with pytest.raises(InvalidInput, match="pass patterns as a YAML list"):
+        regex_list(value, "patterns")
+
+
+@pytest.mark.parametrize("value, strict", [(float("nan"), False), (float("inf"), False), (-1.0, False),
+                                           (0.0, True), (None, False)])
+def test_finite_refuses(value, strict):
+    with pytest.raises(InvalidInput, match=r"^timeout must be x \(got"):
+        finite(value, "timeout must be x", strict=strict)
+
+
+def test_known_users():
+    known_users(["root"])
+    with pytest.raises(InvalidInput, match="no such user on this host: 'gf_no_such_user'"):
+        known_users(["root", "gf_no_such_user"])
+
+
+def test_eperm_message_for_a_non_root_user_says_become(monkeypatch):
+    from ansible_collections.gpufleet.serving.plugins.module_utils import _release
+    from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+
+    class Denied:  # the parts of a _signals.Target that _fail_if_denied reads
+        pid, denied, signals, info = 4242, True, [], ProcInfo(4242, 1, 0.0, "root", ["sglang::x"], "x", "sleeping")
+
+        def result(self):
+            return {"pid": self.pid, "cmdline": "sglang::x", "user": "root", "error": "not permitted to signal: EPERM"}
+
+        def state(self):
+            return "sleeping"
+
+        def close(self):
+            pass
+
+    releaser = _release.Releaser.__new__(_release.Releaser)
+    releaser.start = time.monotonic()
+    monkeypatch.setattr(_release.os, "geteuid", lambda: 65534)
+    with pytest.raises(GpuFleetError) as err:
+        releaser._fail_if_denied([Denied()], {})  # pylint: disable=protected-access
+    assert err.value.msg == ("not permitted to signal: pid 4242 (sglang::x) of user root; this module runs as "
+                             "user nobody: run the task with become: true (or as the owner of these processes)")
