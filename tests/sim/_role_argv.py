@@ -10,6 +10,7 @@ import glob
 import os
 
 import yaml
+from ansible.errors import AnsibleError
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
@@ -39,12 +40,18 @@ def _render(variables, expr):
 
 
 def _set_facts(variables, tasks_file, only=None):
+    """Render the file's set_fact and include_role vars in order. A fact that needs a task's
+    result (a registered variable) is left out; the argv's own rendering then names it."""
     for task in _load(tasks_file):
         facts = task.get("ansible.builtin.set_fact")
         if facts:
             for name, expr in facts.items():
                 if only is None or name in only:
-                    variables[name] = _render(variables, expr)
+                    try:
+                        variables[name] = _render(variables, expr)
+                    except AnsibleError:
+                        if only is not None:
+                            raise
         include = task.get("ansible.builtin.include_role")
         if include and task.get("vars"):
             rendered = {k: _render(variables, v) for k, v in task["vars"].items()}
