@@ -573,6 +573,11 @@ def case_role(s):
             handle.write('#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}"\nexport PYTHONPATH\nexec "%s" "$@"\n'
                          % (os.path.join(REPO, "tests/sim/pypath"), PY))
         os.chmod(python, 0o755)
+        # The role runs `sglang serve` from beside sglang_server_python: the simulator's console script.
+        entry = os.path.join(work, "sglang")
+        with open(entry, "w") as handle:
+            handle.write('#!/bin/sh\nexec "%s" "%s" "$@"\n' % (python, os.path.join(REPO, "tests/sim/console/sglang")))
+        os.chmod(entry, 0o755)
         result = os.path.join(work, "result.json")
         gpus = list(range(s.n))
         extra = {"gf_token": s.token, "gf_protect": [r"^(?!\s*sglang::(scheduler_TP\d+|detokenizer)\b)(?!.*%s)" % s.token],
