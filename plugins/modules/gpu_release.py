@@ -280,7 +280,7 @@ unresolved_holders:
   description:
     - Processes that map a file named like a GPU device (C(.../nvidiaN)) whose device could not be
       identified (not a character device of major 195, not a file of O(devices), and
-      C(/proc/PID/map_files) not readable without root): they are not swept; run as root to resolve them.
+      C(/proc/PID/map_files) not readable without root). They are not swept. Run as root to resolve them.
   returned: always
   type: list
   elements: dict
