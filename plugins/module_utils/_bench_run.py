@@ -240,8 +240,8 @@ class Progress(object):
         return "rate %g req/s" % rate if rate else "concurrency %d" % level
 
     def level_start(self, index, level, rate, requests):
-        self._line("level %d/%d %s: %d requests sent..." % (index + 1, self.total, self._name(level, rate),
-                                                               requests))
+        name = self._name(level, rate)
+        self._line("level %d/%d %s: %d requests sent..." % (index + 1, self.total, name, requests))
 
     def level_end(self, index, lv):
         self._line("level %d/%d %s: done in %ss, %s/%s ok, %s tok/s, TTFT p50 %s ms, TPOT p50 %s ms" % (

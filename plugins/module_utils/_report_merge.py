@@ -138,8 +138,8 @@ def fleet_side(host_sides, notes, side):
     for key in sorted(by_level):
         slot = by_level[key]
         if slot["hosts"] < len(present):
-            notes.append("fleet %s at concurrency %s sums %d of %d hosts" % (side, level_name(key), slot["hosts"],
-                                                                              len(present)))
+            notes.append("fleet %s at concurrency %s sums %d of %d hosts"
+                         % (side, level_name(key), slot["hosts"], len(present)))
         rows.append({
             "concurrency": key[1],
             "request_rate": key[0] or None,

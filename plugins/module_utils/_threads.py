@@ -72,7 +72,7 @@ def group_state(pid, proc="/proc"):
     tasks = leader_exited(pid, proc)
     if not tasks:
         return None
-    letters = sorted({s for _t, s in tasks}, key=lambda s: "DRSTtIWP".find(s))
+    letters = sorted({s for _t, s in tasks}, key="DRSTtIWP".find)
     return "%s (main thread exited, %d thread%s live)" % (
         _STATES.get(letters[0], letters[0]), len(tasks), "" if len(tasks) == 1 else "s")
 

@@ -32,6 +32,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _sleep_forever():
+    while True:
+        time.sleep(3600)
+
+
 def set_title(title):
     try:
         import setproctitle
@@ -120,7 +125,7 @@ def main():
     _keep = (held, kids)  # noqa: F841  keep the memory and the Popen objects alive
     if args.leader_exit:
         # Another thread keeps the process (and `held`) alive; the main thread ends.
-        threading.Thread(target=lambda: [time.sleep(3600) for _ in iter(int, 1)], args=()).start()
+        threading.Thread(target=_sleep_forever).start()
         ctypes.CDLL(None).pthread_exit(None)
     while True:
         if nvml is not None:

@@ -29,6 +29,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sim"))
 from simlib import fakegpu  # noqa: E402
 
 
+def _sleep_forever():
+    while True:
+        time.sleep(3600)
+
+
 def set_title(title):
     if title:
         import setproctitle
@@ -63,7 +68,7 @@ def main():
     set_title(title)
     fakegpu.hold(root, [gpu], mib)
     if mode == "leader-exit":
-        threading.Thread(target=lambda: [time.sleep(3600) for _ in iter(int, 1)]).start()
+        threading.Thread(target=_sleep_forever).start()
         print(os.getpid(), flush=True)
         ctypes.CDLL(None).pthread_exit(None)
     if os.environ.get("GF_SETUID"):

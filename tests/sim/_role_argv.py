@@ -80,8 +80,8 @@ def render(eagle=False, api_key="", overrides=None, inventory=EXAMPLE):
             if os.path.exists(tasks):
                 _set_facts(variables, tasks)
     command = os.path.join(ROLES, "sglang_server", "tasks", "command.yml")
-    _set_facts(variables, command, only={"_sglang_server_secret_config", "_sglang_server_entry_point",
-                                                 "_sglang_server_argv"})
+    wanted = {"_sglang_server_secret_config", "_sglang_server_entry_point", "_sglang_server_argv"}
+    _set_facts(variables, command, only=wanted)
     secret = None
     if api_key:
         for task in _load(os.path.join(ROLES, "sglang_server", "tasks", "launch.yml")):
