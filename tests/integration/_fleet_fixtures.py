@@ -116,8 +116,11 @@ class Fleet:
         cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory)]
         for inv in inventories:
             cmd += ["-i", str(inv)]
-        cmd += [str(REPO / "playbooks" / name), "-e", json.dumps(
-            dict({"sglang_server_port": self.server_port}, **(extra_vars or {})))]
+        # Progress files in the fleet's own directory, not the host's /var/tmp.
+        progress = str(self.dir / "bench.progress")
+        defaults = {"sglang_server_port": self.server_port,
+                    "bench_progress_file": progress, "swap_bench_progress_file": progress}
+        cmd += [str(REPO / "playbooks" / name), "-e", json.dumps(dict(defaults, **(extra_vars or {})))]
         return cmd
 
     def playbook(self, name, extra_vars=None, inventories=(), timeout=300):
