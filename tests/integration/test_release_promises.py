@@ -103,7 +103,7 @@ def test_restart_loop_fails_naming_the_supervisor(gpu_root, ns, tmp_path):
     assert back["pid"] != first and back["parent"]["cmdline"] == "bash %s" % script
     assert ("restarted by pid %d (bash %s, user root)" % (back["parent"]["pid"], script)) in res["msg"], res["msg"]
     assert [k["pid"] for k in res["killed"]] == [first]
-    assert wall < 10
+    assert wall < 10 + 10, wall  # timeout 10 s, plus Ansible's start-up on a loaded machine: no hang
 
 
 def test_release_that_signals_pays_the_settle_only_once(gpu_root, ns):
