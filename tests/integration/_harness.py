@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
@@ -123,3 +124,10 @@ def hold(root, gpu, mib, title, procs, env, ignore_term=False, exit_delay=None, 
         return int(out.stdout.strip().splitlines()[-1])
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=30)
     return procs.add(out.stdout.strip().splitlines()[-1])
+
+
+def timed(func, *args, **kwargs):
+    """func(*args, **kwargs) and the seconds it took."""
+    t0 = time.monotonic()
+    res = func(*args, **kwargs)
+    return res, time.monotonic() - t0

@@ -16,7 +16,7 @@ import time
 import pytest
 
 import _pidns
-from _harness import PYTHON, REPO, VENV_BIN, alive, ansible_env, fakegpu, hold, run_module, wait_for
+from _harness import PYTHON, REPO, VENV_BIN, alive, ansible_env, fakegpu, hold, run_module, timed, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SGLANG = r"sglang::|sglang\.launch_server"
@@ -39,12 +39,6 @@ def ns_cmdlines(ns):
             except OSError:
                 pass
     return out
-
-
-def timed(func, *args, **kwargs):
-    t0 = time.monotonic()
-    res = func(*args, **kwargs)
-    return res, time.monotonic() - t0
 
 
 # ---- NVML hangs inside a call ----------------------------------------------------------

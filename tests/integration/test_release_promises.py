@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env, fakegpu, hold, run_module, wait_for
+from _harness import PYTHON, REPO, VENV_BIN, ansible_env, fakegpu, hold, run_module, timed, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOLDER = os.path.join(HERE, "_promise_holder.py")
@@ -28,12 +28,6 @@ def start(ns, env, *args, **kwargs):
     proc = ns.popen([PYTHON, HOLDER] + [a if isinstance(a, bytes) else str(a) for a in args],
                     env=dict(env, **kwargs.pop("extra_env", {})), stdout=subprocess.PIPE, **kwargs)
     return proc, proc.stdout.readline()
-
-
-def timed(func, *args, **kwargs):
-    t0 = time.monotonic()
-    res = func(*args, **kwargs)
-    return res, time.monotonic() - t0
 
 
 # ---- 5. a thread group whose leader exited ---------------------------------------------
