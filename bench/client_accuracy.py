@@ -41,7 +41,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "build", "collections"))
 sys.path.insert(0, HERE)
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_run import run_benchmark  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark  # noqa: E402
 
 BENCH_SERVER = os.path.join(REPO, "tests", "integration", "_bench_server.py")
 SIM_PY = os.path.join(REPO, "tests", "sim", "bin", "sglang-python")
@@ -128,9 +128,10 @@ VARIABLE_LEVELS = (1, 16, 64, 128)
 
 
 def variable():
-    from ansible_collections.gpufleet.serving.plugins.module_utils import _bench_load, _bench_stats
-    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_client import request_body
-    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http import Target
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench import load as _bench_load
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stats as _bench_stats
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Target
     srv = start_bench_server("--rate", "60", "--ttft", "0.05", "--random-stop", "0.1", "--random-chunk", "4",
                              "--seed", "11")
     print("random lengths (stop uniform in [10%, 100%] of 128), 1-4 tokens a chunk at 60 tok/s a stream")

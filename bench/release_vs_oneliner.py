@@ -80,7 +80,7 @@ STATUS = ("%s %s gpu status {root} | %s -c 'import json,sys; "
 IN_PROCESS = r"""
 import json, sys, time
 sys.path.insert(0, %r)
-from ansible_collections.gpufleet.serving.plugins.module_utils._release import Releaser, ReleaseOptions
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import Releaser, ReleaseOptions
 opts = ReleaseOptions(patterns=[%r], gpus="all", sweep=True, protect=[], term_timeout=10.0, timeout=60.0,
                       max_used_mib=0.0, devices=None, verify=True, force_broad=False, sweep_users=[],
                       nvml_timeout=20.0, v1_reserve_mib=1024.0)

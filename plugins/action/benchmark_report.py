@@ -14,7 +14,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._report_files import build_report
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.files import build_report
 
 ARGUMENT_SPEC = dict(
     results=dict(type="raw", required=True),

@@ -69,7 +69,7 @@ drafter:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._drafter import (
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.drafter import (
     check_pair, check_speculative_numbers, load_config)
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 

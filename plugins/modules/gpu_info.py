@@ -98,8 +98,8 @@ gpus:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu_args import COMMON_ARGS, fail_from, require_psutil
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu_info import gather
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS, fail_from, require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.info import gather
 
 
 def main():

@@ -299,8 +299,8 @@ elapsed:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu_args import COMMON_ARGS, fail_from, regex_list, require_psutil
-from ansible_collections.gpufleet.serving.plugins.module_utils._release import Releaser, ReleaseOptions
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS, fail_from, regex_list, require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import Releaser, ReleaseOptions
 
 
 def main():

@@ -401,7 +401,7 @@ output:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_run import (
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import (
     DEFAULT_LEVELS, run_benchmark, write_output,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError

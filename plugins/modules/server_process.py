@@ -115,8 +115,8 @@ stop:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu_args import fail_from, require_psutil
-from ansible_collections.gpufleet.serving.plugins.module_utils import _supervisor
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import fail_from, require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
 
 
 def main():

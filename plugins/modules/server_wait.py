@@ -325,7 +325,7 @@ log_tail:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._readiness import WaitFailed, wait_for_server
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.readiness import WaitFailed, wait_for_server
 
 
 def main():

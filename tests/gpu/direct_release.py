@@ -16,7 +16,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.environ.get("GF_COLLECTIONS") or os.path.join(REPO, "build", "collections"))
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._release import (  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import (  # noqa: E402
     Releaser, ReleaseOptions)
 
 # gpu_release's documented defaults

@@ -49,7 +49,7 @@ import setproctitle  # noqa: E402
 from simlib import fakegpu  # noqa: E402
 from simlib.gpu_cli import daemon_exe  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._release import Releaser, ReleaseOptions  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import Releaser, ReleaseOptions  # noqa: E402
 
 NOBODY = 65534
 GPUS = 8

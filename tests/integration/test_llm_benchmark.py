@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO / "build" / "collections"))
 sys.path.insert(0, str(HERE))
 
 from _bench_server import expected_tok_s  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_run import run_benchmark  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
 
 SERVER = str(HERE / "_bench_server.py")
@@ -269,9 +269,10 @@ def test_against_the_simulated_sglang(sim_server):
 
 def _level_records(url, level, n, w, output_len=64, **kw):
     """Run one level directly and return (records, level dict), to see the window edges."""
-    from ansible_collections.gpufleet.serving.plugins.module_utils import _bench_load, _bench_stats
-    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_client import request_body
-    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http import Target
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench import load as _bench_load
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stats as _bench_stats
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Target
     bodies = [request_body("completions", "test-model", 8, output_len, i, 0.0) for i in range(w + n)]
     records = _bench_load.run_level(Target(url), "/v1/completions", bodies, level, 30.0, **kw)
     lv = _bench_stats.level_metrics(level, records[w:], w, 5, warmup=records[:w])
@@ -287,7 +288,7 @@ def _server_tokens(url, t0, t1):
 def test_window_throughput_matches_the_server_on_random_lengths(server, level):
     """EOS-like early stops and 1-4 tokens a chunk: the server's own count of tokens
     written inside the window, over the window, is the truth; within 1%."""
-    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_stats import window_bounds
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import window_bounds
     s = server("--rate", "200", "--ttft", "0.02", "--random-stop", "0.1", "--random-chunk", "4", "--seed", "7")
     records, lv = _level_records(s.url, level, n=max(2 * level, 8), w=level)
     start, end = window_bounds(records[level:])
@@ -322,7 +323,7 @@ PATTERN = "5:100,2:80,4:80,1:80,3:60"
 
 def _expected_itl(n, pattern):
     """Per-token ITL entries of one n-token request on the pattern's schedule."""
-    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_stats import percentile
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import percentile
     chunks = [tuple(int(x) for x in p.split(":")) for p in pattern.split(",")]
     out, sent, j = [], 0, 0
     while sent < n:
@@ -398,7 +399,7 @@ def test_ignore_eos_off_lets_outputs_stop(server):
 
 
 def test_arrival_offsets_are_gamma_with_the_mean_gap():
-    from ansible_collections.gpufleet.serving.plugins.module_utils._bench_load import arrival_offsets
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import arrival_offsets
     for burst in (0.5, 1.0, 4.0):
         off = arrival_offsets(4001, 20.0, burst, 1)
         gaps = [b - a for a, b in zip(off, off[1:])]

@@ -263,8 +263,8 @@ def test_term_timeout_beyond_timeout_still_kills_in_time(gpu_root, ns):
 
 def test_reused_pid_is_never_signalled_by_a_target(procs):
     """_signals level, a real process: the snapshot's start time differs from the live one."""
-    from ansible_collections.gpufleet.serving.plugins.module_utils import _signals
-    from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import ProcInfo
+    from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as _signals
+    from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
     import psutil
     child = procs.popen([PYTHON, "-c", "import signal; signal.pause()"])
     real = psutil.Process(child.pid).create_time()
@@ -340,7 +340,7 @@ def test_two_concurrent_releases_both_succeed(gpu_root, ns, tmp_path):
 HELPER_GONE = """
 import os, signal, sys
 sys.path.insert(0, %r)
-from ansible_collections.gpufleet.serving.plugins.module_utils._nvml import NvmlSession, NvmlError
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession, NvmlError
 session = NvmlSession(10)
 os.kill(session.pid, signal.SIGKILL)
 os.waitpid(session.pid, 0)

@@ -58,7 +58,7 @@ def test_exited_leader_is_named_in_the_message(gpu_root, procs):
     pid = int(proc.stdout.readline())
     wait_for(lambda: open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] == "Z",
              what="leader to exit")
-    from ansible_collections.gpufleet.serving.plugins.module_utils import _release
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release as _release
     text = _release._describe_holder({"pid": pid, "cmdline": "", "state": "zombie"})  # pylint: disable=protected-access
     assert text == "pid %d (gf-leader-exit-probe, state sleeping (main thread exited, 1 thread live))" % pid, text
 

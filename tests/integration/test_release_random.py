@@ -9,7 +9,7 @@ copies of the releasing process's own command line. After the release exactly th
 set is gone, everything else is alive, and `killed` is that set (with the reasons).
 The oracle and the tree builder are in _trial_runner.py.
 
-Speed: the bulk of the trials run the Releaser of plugins/module_utils/_release.py
+Speed: the bulk of the trials run the Releaser of plugins/module_utils/_gpu/release.py
 IN-PROCESS, in one runner inside one private PID namespace: the same code path as the
 module (ReleaseOptions -> Releaser.run(), with the module's defaults), minus Ansible's
 wrapper (argument parsing, AnsiballZ, fail_json). The runner is started by

@@ -14,7 +14,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..",
                                 "build", "collections"))
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _nvml  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml as _nvml  # noqa: E402
 
 
 def helper_alive(pid):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _ansible_procs as ap
-from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import ProcInfo
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import ansible_runs as ap
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
 
 
 def proc(pid, ppid, argv, name=None):

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _bench_accept as ba  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import accept as ba  # noqa: E402
 
 PAGE = """# HELP sglang:generation_tokens_total Number of generation tokens processed.
 # TYPE sglang:generation_tokens_total counter

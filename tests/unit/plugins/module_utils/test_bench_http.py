@@ -14,8 +14,8 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _bench_http as bh  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_client import Record, request_body  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stream as bh  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record, request_body  # noqa: E402
 
 
 class Transport(object):

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _bench_run as br  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import run as br  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput  # noqa: E402
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _drafter
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import drafter as _drafter
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 TARGET = {"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "vocab_size": 163840,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _gpu_select as sel
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import selection as sel
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 

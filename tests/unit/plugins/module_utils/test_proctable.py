@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _proctable as pt
-from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import ProcInfo
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as pt
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
 
 
 def table_of(edges):

@@ -14,9 +14,9 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _readiness as rd  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._server_http import Response  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._server_watch import ProcState  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import readiness as rd  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import ProcState  # noqa: E402
 
 
 class Clock(object):

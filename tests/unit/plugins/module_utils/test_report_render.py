@@ -14,10 +14,10 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _report_files as rf  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils import _report_markdown as rmd  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils import _report_merge as rm  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils import _report_plot as rp  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary  # noqa: E402
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _scope as scope
-from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import ProcInfo
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as scope
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
 
 
 def proc(pid, ppid, sid, argv="x", environ=None):

@@ -13,8 +13,8 @@ import time
 import psutil
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils import _signals as sig
-from ansible_collections.gpufleet.serving.plugins.module_utils._proctable import ProcInfo
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as sig
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
 
 from _unit_support import poll_until, proc_state
 

@@ -18,7 +18,7 @@ import select
 import signal
 import time
 
-from ._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 MATCH_BUDGET = 2.0  # seconds any one snapshot's pattern matching may take
 

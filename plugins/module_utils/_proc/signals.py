@@ -18,8 +18,8 @@ import select
 import signal
 import time
 
-from ._proctable import psutil
-from ._threads import group_cmdline, group_state, leader_exited, term_blocked
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state, leader_exited, term_blocked
 
 HAS_PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 POLL_FALLBACK = 0.02

@@ -18,7 +18,7 @@ import select
 import signal
 import time
 
-from ._errors import GpuFleetError, MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, MissingLibrary
 
 MIB = 1024 * 1024
 # Driver reserve assumed when only NVML's v1 memory call exists (v1 `used`

@@ -24,8 +24,8 @@ from __future__ import annotations
 import asyncio
 import random
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_client import run_request
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http import open_connection
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import run_request
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import open_connection
 
 
 def arrival_offsets(n, rate, burstiness, seed):

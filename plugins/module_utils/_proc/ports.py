@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import socket
 
-from ._proctable import psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import psutil
 
 
 def port_holder(host, port):

@@ -15,9 +15,9 @@ import os
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
-from ansible_collections.gpufleet.serving.plugins.module_utils._report_markdown import render
-from ansible_collections.gpufleet.serving.plugins.module_utils._report_merge import merge
-from ansible_collections.gpufleet.serving.plugins.module_utils._report_plot import render_png
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.markdown import render
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import merge
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.plot import render_png
 
 
 def _plain(data):

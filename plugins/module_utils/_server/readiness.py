@@ -15,9 +15,9 @@ from __future__ import annotations
 import threading
 import time
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._server_http import HttpClient
-from ansible_collections.gpufleet.serving.plugins.module_utils._server_log import LogFollower, LogState, diagnose
-from ansible_collections.gpufleet.serving.plugins.module_utils._server_watch import make_watch
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.log import LogFollower, LogState, diagnose
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import make_watch
 
 HEARTBEAT_S = 10.0  # a progress line at least this often, so `tail -f` shows life
 

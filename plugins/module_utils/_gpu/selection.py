@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 
 def parse_gpus(value):

@@ -23,9 +23,9 @@ import os
 import re
 import stat
 
-from ._ansible_procs import ansible_pids
-from ._errors import InvalidInput
-from ._proctable import ancestors, descendants
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ansible_runs import ansible_pids
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ancestors, descendants
 
 # GPU system daemons, by the base name of their executable.
 # Killing them breaks monitoring, MPS clients, the fabric or the desktop.

@@ -18,11 +18,11 @@ import signal
 import subprocess
 import time
 
-from ._errors import GpuFleetError
-from ._files import write_atomic
-from ._ports import port_holder
-from ._proctable import ProcInfo, psutil
-from ._signals import Target, wait_gone
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ports import port_holder
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo, psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.signals import Target, wait_gone
 
 
 def read_state(path):

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 
-from . import _holders, _proctable
-from ._gpu_select import check_against, parse_gpus
-from ._gpu_state import describe
-from ._nvml import NvmlSession
-from ._protect import Protection, compile_protect
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
 
 
 def gather(gpus="all", devices=None, nvml_timeout=20.0, v1_reserve_mib=1024, protect=()):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from ._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 # The EAGLE-3 draft classes sglang 0.5.23 registers (EntryClass in sglang/srt/models/):
 # llama_eagle3.py and kimi_k25_eagle3.py. SGLang loads a drafter by its config's

@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 import pwd
 
-from ._errors import GpuFleetError, InvalidInput, MissingLibrary
-from ._nvml import DEFAULT_V1_RESERVE_MIB
-from ._proctable import HAS_PSUTIL, PSUTIL_IMPORT_ERROR
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import DEFAULT_V1_RESERVE_MIB
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import HAS_PSUTIL, PSUTIL_IMPORT_ERROR
 
 COMMON_ARGS = dict(
     gpus=dict(type="raw", default="all"),

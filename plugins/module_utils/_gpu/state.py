@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ._nvml import gpu_memory_mib
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import gpu_memory_mib
 
 
 def holder_record(info, reason=None):

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._report_merge import level_key, level_name
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import level_key, level_name
 
 DASH = "-"
 

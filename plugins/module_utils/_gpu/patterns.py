@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 # SGLang's own kill set (sglang 0.5.23: sglang/cli/killall.py, which also matches the
 # `sglang serve` entry point; older: scripts/killall_sglang.sh).

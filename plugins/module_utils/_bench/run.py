@@ -13,13 +13,13 @@ import random
 import ssl
 import time
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_accept import (
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept import (
     AcceptanceMeter, Probe, counter, detect_flavor,
 )
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_client import request_body
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http import Target
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_load import run_level
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_stats import level_metrics, summary
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Target
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
 

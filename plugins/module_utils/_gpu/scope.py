@@ -37,7 +37,8 @@ a no-op on a host with thousands of idle processes stays cheap.
 
 from __future__ import annotations
 
-from . import _holders, _proctable
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 
 PLACED_MEMORY = "memory"
 PLACED_ENV = "CUDA_VISIBLE_DEVICES"

@@ -17,7 +17,7 @@ import json
 import random
 import time
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench_http import Handler, open_connection
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Handler, open_connection
 
 # Token ids for random completions prompts: below every common tokenizer's
 # special-token range (Llama 3, Qwen, Kimi, DeepSeek put them at the top) and
