@@ -23,28 +23,8 @@ extends_documentation_fragment:
   - gpufleet.serving.attributes
   - gpufleet.serving.attributes.INFO_MODULE
   - gpufleet.serving.attributes.ACTIONGROUP_GPU
-options:
-  gpus:
-    description: V(all), or a list of NVML GPU indices.
-    type: raw
-    default: all
-  devices:
-    description:
-      - Directory holding the NVIDIA device files; defaults to E(GPUFLEET_NVIDIA_DEVICES), else C(/dev).
-    type: path
-  protect:
-    description: Extra protection regexes, so that C(protected) matches what gpu_release would do with them.
-    type: list
-    elements: str
-    default: []
-  nvml_timeout:
-    description: Seconds any one NVML request may take before the task fails.
-    type: float
-    default: 20
-  v1_reserve_mib:
-    description: Driver reserve assumed on drivers without NVML's v2 memory call.
-    type: float
-    default: 1024
+  - gpufleet.serving.gpu
+options: {}
 seealso:
   - module: gpufleet.serving.gpu_release
 """
