@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -27,6 +26,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 
 import yaml
 
@@ -53,8 +53,10 @@ def daemons():
     return list(_constant("plugins/module_utils/_gpu/protect.py", "DAEMONS"))
 
 
-def _yaml_item(text):
-    return "- '%s'" % text.replace("'", "''")
+def _yaml_item(text, width=100):
+    """A YAML list item, single-quoted, folded at spaces (a line break reads as a space)."""
+    lines = textwrap.wrap(text.replace("'", "''"), width, break_long_words=False, break_on_hyphens=False)
+    return "- '%s'" % "\n  ".join(lines)
 
 
 def _markdown_text(text):
@@ -83,7 +85,7 @@ def _markdown_default(spec):
 # --- generated blocks: name -> function(kind) returning lines (without indentation) ---
 
 def _engine_patterns(kind):
-    rows = [(name, pats) for name, pats in engine_patterns().items()]
+    rows = list(engine_patterns().items())
     if kind == "yaml":
         return [_yaml_item("V(%s): %s." % (n, ", ".join("C(%s)" % p for p in pats))) for n, pats in rows]
     return ["- `%s`: %s" % (n, ", ".join("`%s`" % p for p in pats)) for n, pats in rows]
@@ -150,7 +152,7 @@ def render(text):
             i += 1
         if i == len(lines):
             raise ValueError("BEGIN GENERATED %s has no END marker" % name)
-        out.extend(indent + body + "\n" for body in BLOCKS[name](kind))
+        out.extend(indent + line + "\n" for body in BLOCKS[name](kind) for line in body.split("\n"))
     return "".join(out)
 
 

@@ -46,7 +46,9 @@ options:
         Ansible's own processes, and the GPU system daemons, recognised by the base name of their
         executable (root-owned, run as root or a system user; a process title never protects).
       # BEGIN GENERATED gpu-daemons (scripts/gen_docs.py)
-      - 'The GPU system daemons: C(nvidia-persistenced), C(nv-hostengine), C(dcgm-exporter), C(dcgmi), C(nvidia-fabricmanager), C(nv-fabricmanager), C(nvidia-cuda-mps-control), C(nvidia-cuda-mps-server), C(Xorg), C(Xwayland), C(X), C(nvidia-device-plugin), C(k8s-device-plugin), C(gpu-feature-discovery).'
+      - 'The GPU system daemons: C(nvidia-persistenced), C(nv-hostengine), C(dcgm-exporter), C(dcgmi),
+        C(nvidia-fabricmanager), C(nv-fabricmanager), C(nvidia-cuda-mps-control), C(nvidia-cuda-mps-server),
+        C(Xorg), C(Xwayland), C(X), C(nvidia-device-plugin), C(k8s-device-plugin), C(gpu-feature-discovery).'
       # END GENERATED gpu-daemons
     type: list
     elements: str

@@ -15,7 +15,8 @@ description:
     C(plugins/module_utils/_gpu/patterns.py); the P(gpufleet.serving.sglang_server#role) role's
     C(sglang_server_release_patterns) and the C(reset.yml) playbook read them through this lookup.
   # BEGIN GENERATED engine-patterns (scripts/gen_docs.py)
-  - 'V(sglang): C(sglang::), C(sglang\.launch_server), C(sglang\.bench), C(sglang\.data_parallel), C(sglang\.srt), C(sgl_diffusion::), C(sglang serve).'
+  - 'V(sglang): C(sglang::), C(sglang\.launch_server), C(sglang\.bench), C(sglang\.data_parallel),
+    C(sglang\.srt), C(sgl_diffusion::), C(sglang serve).'
   - 'V(vllm): C(VLLM::), C(vllm\.entrypoints).'
   # END GENERATED engine-patterns
 author:

@@ -60,7 +60,8 @@ options:
         Every GPU a released tree held is verified, not only the selected ones.
       - Each engine's kill set, as the P(gpufleet.serving.engine_patterns#lookup) lookup returns it (see the first example).
       # BEGIN GENERATED engine-patterns (scripts/gen_docs.py)
-      - 'V(sglang): C(sglang::), C(sglang\.launch_server), C(sglang\.bench), C(sglang\.data_parallel), C(sglang\.srt), C(sgl_diffusion::), C(sglang serve).'
+      - 'V(sglang): C(sglang::), C(sglang\.launch_server), C(sglang\.bench), C(sglang\.data_parallel),
+        C(sglang\.srt), C(sgl_diffusion::), C(sglang serve).'
       - 'V(vllm): C(VLLM::), C(vllm\.entrypoints).'
       # END GENERATED engine-patterns
       - A list, or one comma-separated string (k=v form, C(patterns=a,b)). A string whose split at a comma would
