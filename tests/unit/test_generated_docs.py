@@ -121,3 +121,15 @@ def test_the_lookup_returns_the_engine_constant():
         lookup.run([], variables={})
     with pytest.raises(AnsibleLookupError, match="unknown engine 'trt'"):
         lookup.run(["trt"], variables={})
+
+
+@pytest.mark.parametrize("engine, titles, other", [
+    ("sglang", ["python3 -m sglang.launch_server --tp 8", "sglang::scheduler_TP0", "sglang::detokenizer",
+                "/venv/bin/python3 /venv/bin/sglang serve --model-path /m"], "VLLM::EngineCore"),
+    ("vllm", ["/usr/bin/python3 -m vllm.entrypoints.openai.api_server --model /m", "VLLM::EngineCore",
+              "VLLM::Worker_TP3"], "sglang::scheduler_TP0"),
+])
+def test_each_engine_kill_set_passes_the_breadth_checks_and_matches_its_own(engine, titles, other):
+    regexes = _patterns.compile_patterns(_patterns.ENGINE_PATTERNS[engine])
+    assert all(_patterns.matches_any(regexes, t) for t in titles)
+    assert not _patterns.matches_any(regexes, other)
