@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml as nvml
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml
 from simlib import fakegpu
 
 from _unit_support import COLLECTIONS, SIM

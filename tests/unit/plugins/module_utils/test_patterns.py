@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as patterns
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 SGLANG_TITLES = [
