@@ -392,7 +392,7 @@ def run_in_process(trial):
     try:
         return Releaser(opts, check_mode=trial["check_mode"]).run(), None
     except GpuFleetError as exc:
-        return exc.details.get("result"), exc.msg
+        return exc.result, exc.msg
 
 
 def one_trial(root, trial, runner):

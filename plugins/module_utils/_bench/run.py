@@ -232,8 +232,11 @@ class Progress(object):
 
     def _line(self, text):
         if self.path:
-            with open(self.path, "a") as f:
-                f.write("%s %s\n" % (_now(), text))
+            try:
+                with open(self.path, "a") as f:
+                    f.write("%s %s\n" % (_now(), text))
+            except OSError as exc:
+                raise GpuFleetError("cannot write progress_file %s: %s" % (self.path, exc))
 
     @staticmethod
     def _name(level, rate):
@@ -255,9 +258,25 @@ def _now():
 
 def write_output(path, result):
     """Write the result as JSON atomically (a reader never sees half a file)."""
-    path = os.path.abspath(os.path.expanduser(path))
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory)
-    write_atomic(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    shown = path
+    try:
+        path = os.path.abspath(os.path.expanduser(path))
+        directory = os.path.dirname(path)
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+        write_atomic(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise GpuFleetError("cannot write %s: %s" % (shown, exc))
     return path
+
+
+def benchmark(params, check_mode=False):
+    """The llm_benchmark module's result: the sweep, and O(output) written unless in check mode."""
+    result = run_benchmark(params)
+    changed = False
+    if params.get("output"):
+        changed = True  # every run's timings differ, so the file always changes
+        if not check_mode:
+            result["output"] = write_output(params["output"], result)
+    result["changed"] = changed
+    return result

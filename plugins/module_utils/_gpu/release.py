@@ -15,7 +15,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._proc import tabl
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
 from ansible_collections.gpufleet.serving.plugins.module_utils._safe_text import clean
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state
@@ -211,12 +211,12 @@ class Releaser:
         try:
             result = self._run()
         except GpuFleetError as exc:
-            self._scope_result(exc.details.get("result"))
+            self._scope_result(exc.result)
             # Every string Ansible gets must be UTF-8, whatever a process calls itself.
             exc.msg = clean(exc.msg)
             exc.args = (exc.msg,)
-            if exc.details.get("result") is not None:
-                exc.details["result"] = clean(exc.details["result"])
+            if exc.result is not None:
+                exc.result = clean(exc.result)
             raise
         finally:
             if self.session is not None:
@@ -503,3 +503,10 @@ def _describe_holder(holder):
     if holder.get("protected"):
         text += ", protected: " + holder["protected"]
     return text + ")"
+
+
+def release_gpus(params: dict, check_mode: bool = False) -> dict:
+    """The gpu_release module's work: its parameters in, its result out (or a GpuFleetError)."""
+    opts = ReleaseOptions(**{k: params[k] for k in ReleaseOptions.FIELDS})
+    opts.patterns = regex_list(params["patterns"], "patterns")
+    return Releaser(opts, check_mode=check_mode).run()

@@ -84,3 +84,11 @@ def check_pair(drafter, target):
     return {"architectures": archs, "hidden_size": drafter.get("hidden_size"),
             "vocab_size": drafter.get("vocab_size"), "draft_vocab_size": draft_vocab,
             "aux_layer_ids": aux, "target_num_hidden_layers": layers}
+
+
+def check_drafter(params: dict) -> dict:
+    """The drafter_check module's result: the speculative numbers and the drafter/target pair checked."""
+    check_speculative_numbers(params["num_steps"], params["eagle_topk"], params["num_draft_tokens"])
+    drafter = check_pair(load_config(params["draft_model_path"], "drafter"),
+                         load_config(params["target_model_path"], "target"))
+    return {"changed": False, "drafter": drafter}

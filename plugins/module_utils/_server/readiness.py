@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.log import LogFollower, LogState, diagnose
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import make_watch
@@ -22,11 +23,8 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch imp
 HEARTBEAT_S = 10.0  # a progress line at least this often, so `tail -f` shows life
 
 
-class WaitFailed(Exception):
-    def __init__(self, msg, result):
-        Exception.__init__(self, msg)
-        self.msg = msg
-        self.result = result
+class WaitFailed(GpuFleetError):
+    """The server died or was not ready in time; `result` is the wait's result so far."""
 
 
 class Progress(object):
@@ -258,6 +256,12 @@ class _Probe(object):
         return bool(outcome)
 
 
-def wait_for_server(params, check_mode=False):
-    """Entry point for the module. Returns the result dict or raises WaitFailed."""
+POSITIVE_OPTIONS = ("timeout", "poll_interval", "request_timeout", "generate_timeout")
+
+
+def wait_for_server(params: dict, check_mode: bool = False) -> dict:
+    """Entry point for the module. Returns the result dict or raises WaitFailed (InvalidInput for bad options)."""
+    for name in POSITIVE_OPTIONS:
+        if params.get(name) is not None and params[name] <= 0:
+            raise InvalidInput("%s must be greater than 0" % name)
     return Waiter(params).run(check_mode=check_mode)

@@ -140,3 +140,28 @@ def _group_members(pgid, not_before):
         if not target.gone:
             out.append(target)
     return out
+
+
+def supervise(params: dict, check_mode: bool = False) -> dict:
+    """The server_process module's result for `state` started, stopped or status."""
+    now = status(params["state_file"])
+    if params["state"] == "status":
+        return dict(now, changed=False)
+    if params["state"] == "stopped":
+        if check_mode or not now["running"]:
+            if not check_mode:
+                stop(params["state_file"], params["stop_timeout"])  # drops a stale state file
+            return {"changed": now["running"], "running": False}
+        changed, details = stop(params["state_file"], params["stop_timeout"])
+        return {"changed": changed, "running": False, "pid": now.get("pid"), "stop": details}
+    if now["running"]:
+        if now.get("fingerprint") != params["fingerprint"]:
+            raise GpuFleetError("a server with another configuration runs (pid %s); stop it first" % now.get("pid"))
+        return dict(now, changed=False)
+    if check_mode:
+        return {"changed": True, "running": True}
+    listen = (params["listen_host"], params["listen_port"]) if params["listen_port"] else None
+    state = start(params["argv"], params["env"], params["log_path"], params["state_file"],
+                  params["fingerprint"], listen=listen)
+    return {"changed": True, "running": True, "pid": state["pid"], "fingerprint": state["fingerprint"],
+            "log_path": state["log_path"]}
