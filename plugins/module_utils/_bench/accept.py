@@ -19,49 +19,6 @@ None when no speculative step ran during the level.
 
 from __future__ import annotations
 
-import json
-import ssl
-import urllib.error
-import urllib.request
-
-
-class Probe(object):
-    """Small synchronous GETs against the server, outside the timed levels."""
-
-    def __init__(self, base_url, api_key=None, validate_certs=True, timeout=10.0):
-        base = base_url.rstrip("/")
-        self.base = base[:-3] if base.endswith("/v1") else base
-        self.headers = {"User-Agent": "gpufleet.serving.llm_benchmark"}
-        if api_key:
-            self.headers["Authorization"] = "Bearer %s" % api_key
-        self.timeout = timeout
-        self.context = None
-        if self.base.startswith("https") and not validate_certs:
-            self.context = ssl.create_default_context()
-            self.context.check_hostname = False
-            self.context.verify_mode = ssl.CERT_NONE
-
-    def get(self, path):
-        """(status, body text); status None when nothing answered."""
-        req = urllib.request.Request(self.base + path, headers=self.headers)
-        try:
-            opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=self.context))
-            with opener.open(req, timeout=self.timeout) as resp:
-                return resp.status, resp.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as exc:
-            return exc.code, ""
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            return None, str(exc)
-
-    def get_json(self, path):
-        status, body = self.get(path)
-        if status != 200:
-            return None
-        try:
-            return json.loads(body)
-        except ValueError:
-            return None
-
 
 def parse_prometheus(text):
     """{metric name: sum over its label sets} from Prometheus text format.
@@ -144,13 +101,13 @@ def detect_flavor(models_json, metrics_text, server_info):
 class AcceptanceMeter(object):
     """snapshot() before a level, measure() after it."""
 
-    def __init__(self, probe, flavor):
-        self.probe = probe
+    def __init__(self, client, flavor):
+        self.client = client  # an _http.HttpClient
         self.flavor = flavor
 
     def _metrics(self):
-        status, body = self.probe.get("/metrics")
-        return parse_prometheus(body) if status == 200 else None
+        answer = self.client.get("/metrics")
+        return parse_prometheus(answer.text) if answer.status == 200 else None
 
     def snapshot(self):
         if self.flavor not in ("sglang", "vllm"):
@@ -178,7 +135,12 @@ class AcceptanceMeter(object):
         return length, source
 
     def _server_info(self):
-        return self.probe.get_json("/server_info") or self.probe.get_json("/get_server_info")
+        return server_info(self.client)
+
+
+def server_info(client):
+    """SGLang's /server_info (/get_server_info before 0.4.4), or None."""
+    return client.get_json("/server_info") or client.get_json("/get_server_info")
 
 
 def _delta(before, after, name):

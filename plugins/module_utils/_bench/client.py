@@ -188,7 +188,7 @@ class Record(Handler):
         return ([float(self.tokens) / n] * n if n else []), "average"
 
 
-async def run_request(state, target, request_bytes, timeout, per_request=False):
+async def run_request(state, endpoint, request_bytes, timeout, per_request=False):
     """Send one request on the worker's connection (reopened when needed).
 
     state: a one-item list holding the worker's StreamProtocol (or None), so the
@@ -206,7 +206,7 @@ async def run_request(state, target, request_bytes, timeout, per_request=False):
         if per_request or proto is None or not proto.reusable:
             if proto is not None:
                 proto.abort()
-            proto = state[0] = await open_connection(target, timeout)
+            proto = state[0] = await open_connection(endpoint, timeout)
             if not per_request:
                 rec.start = time.perf_counter()  # connection set-up is not the server's latency
         fut = proto.send(request_bytes, rec)

@@ -10,18 +10,18 @@ import datetime
 import json
 import os
 import random
-import ssl
 import time
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept import (
-    AcceptanceMeter, Probe, counter, detect_flavor,
+    AcceptanceMeter, counter, detect_flavor, server_info,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Target
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import USER_AGENT, Endpoint
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, ssl_context
 
 DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128]
 PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -68,42 +68,35 @@ def run_benchmark(params):
     started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
     t0 = time.monotonic()
     base_url = params["base_url"]
-    probe = Probe(base_url, params.get("api_key"), params.get("validate_certs", True),
-                  timeout=min(params["request_timeout"], 30.0))
+    root = base_url.rstrip("/")
+    root = root[:-3] if root.endswith("/v1") else root
+    # Side reads outside the timed levels; /metrics can be large, so read it whole.
+    client = HttpClient(root, params.get("api_key"), params.get("validate_certs", True), user_agent=USER_AGENT,
+                        accept=None, timeout=min(params["request_timeout"], 30.0), max_body=None)
 
-    status, body = probe.get("/v1/models")
-    if status is None:
-        raise GpuFleetError("no answer from %s/v1/models: %s" % (probe.base, body))
-    models = None
-    if status == 200:
-        try:
-            models = json.loads(body)
-        except ValueError:
-            models = None
+    answer = client.get("/v1/models")
+    if answer.status is None:
+        raise GpuFleetError("no answer from %s/v1/models: %s" % (client.base_url, answer.error))
+    models = answer.json() if answer.status == 200 else None
     model = params.get("model")
     if not model:
         cards = (models or {}).get("data") or []
         if not cards:
-            raise GpuFleetError("model not given and %s/v1/models listed none (HTTP %s)" % (probe.base, status))
+            raise GpuFleetError("model not given and %s/v1/models listed none (HTTP %s)"
+                                % (client.base_url, answer.status))
         model = cards[0]["id"]
 
     flavor = params.get("flavor") or "auto"
     if flavor == "auto":
-        m_status, m_text = probe.get("/metrics")
-        info = probe.get_json("/server_info") or probe.get_json("/get_server_info")
-        flavor = detect_flavor(models, m_text if m_status == 200 else "", info)
+        metrics = client.get("/metrics")
+        flavor = detect_flavor(models, metrics.text if metrics.status == 200 else "", server_info(client))
 
-    context = None
-    if base_url.startswith("https"):
-        context = ssl.create_default_context()
-        if not params.get("validate_certs", True):
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
+    context = ssl_context(params.get("validate_certs", True)) if base_url.startswith("https") else None
     try:
-        target = Target(base_url, params.get("api_key"), context)
+        endpoint = Endpoint(base_url, params.get("api_key"), context)
     except ValueError as exc:
         raise InvalidInput(str(exc))
-    meter = AcceptanceMeter(probe, flavor)
+    meter = AcceptanceMeter(client, flavor)
 
     out_levels = []
     seed = params.get("seed") or 0
@@ -113,7 +106,7 @@ def run_benchmark(params):
     rates = params.get("request_rates") or []
     cap = params.get("max_concurrency")
     slo = (params.get("slo_ttft_ms"), params.get("slo_tpot_ms"), params.get("slo_e2e_ms"))
-    progress = Progress(params.get("progress_file"), len(rates or levels))
+    progress = LevelProgress(params.get("progress_file"), len(rates or levels))
     plan = [(None, r) for r in rates] if rates else [(lv, None) for lv in levels]
     for index, (level, rate) in enumerate(plan):
         size = level or cap or 1  # what default request counts scale with
@@ -128,7 +121,7 @@ def run_benchmark(params):
             serial += 1
         progress.level_start(index, level, rate, w + n)
         before = meter.snapshot()
-        records = run_level(target, PATHS[params["api"]], bodies, level, params["request_timeout"],
+        records = run_level(endpoint, PATHS[params["api"]], bodies, level, params["request_timeout"],
                             connection=params.get("connection") or "keep_alive", request_rate=rate,
                             burstiness=params.get("burstiness") or 1.0, max_concurrency=cap,
                             seed=seed + index)
@@ -214,7 +207,7 @@ def server_rate(before, after, lv):
     return out
 
 
-class Progress(object):
+class LevelProgress:
     """One line per level start and end, appended to a file on the host (tail -f it)."""
 
     def __init__(self, path, total):

@@ -36,7 +36,7 @@ def percentile(values, q):
     return vals[lo] + (vals[hi] - vals[lo]) * (pos - lo)
 
 
-def describe(values, scale=1000.0):
+def percentiles(values, scale=1000.0):
     """mean/p50/p90/p99 of seconds, as milliseconds (scale); Nones when empty."""
     if not values:
         return {"mean": None, "p50": None, "p90": None, "p99": None}
@@ -161,10 +161,10 @@ def level_metrics(concurrency, counted, warmup_count, max_error_samples, expecte
         "requests_per_s": rate(finished_in_window),
         "goodput_requests": good,
         "goodput_req_s": None if good is None else rate(good),
-        "ttft_ms": describe(ttft),
-        "itl_ms": describe(itl_values),
-        "tpot_ms": describe(tpot),
-        "latency_ms": describe(latency),
+        "ttft_ms": percentiles(ttft),
+        "itl_ms": percentiles(itl_values),
+        "tpot_ms": percentiles(tpot),
+        "latency_ms": percentiles(latency),
         # How per-chunk token counts were known, by request (see Record.chunk_tokens).
         "itl_token_source": sources,
         "itl_estimated": itl_estimated,

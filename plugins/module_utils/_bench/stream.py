@@ -16,12 +16,15 @@ import asyncio
 import time
 from urllib.parse import urlsplit
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import request_headers
+
 _MAX_HEADER = 64 * 1024
 _MAX_ERROR_BODY = 2048
+USER_AGENT = "gpufleet.serving.llm_benchmark"
 
 
-class Target(object):
-    """Where requests go: parsed once from base_url."""
+class Endpoint:
+    """Where the load's requests go: parsed once from base_url."""
 
     def __init__(self, base_url, api_key=None, ssl_context=None):
         parts = urlsplit(base_url.rstrip("/"))
@@ -36,9 +39,8 @@ class Target(object):
             self.prefix = self.prefix[:-3]
         self.ssl = ssl_context if self.scheme == "https" else None
         hostport = self.host if parts.port is None else "%s:%d" % (self.host, self.port)
-        self.base_headers = "Host: %s\r\nUser-Agent: gpufleet.serving.llm_benchmark\r\n" % hostport
-        if api_key:
-            self.base_headers += "Authorization: Bearer %s\r\n" % api_key
+        headers = dict({"Host": hostport}, **request_headers(api_key, USER_AGENT))
+        self.base_headers = "".join("%s: %s\r\n" % item for item in headers.items())
 
     def post_bytes(self, path, body, close=False):
         """The complete request bytes for a streaming POST of a JSON body."""
@@ -242,11 +244,11 @@ class StreamProtocol(asyncio.Protocol):
         self.future.set_result(self.status)
 
 
-async def open_connection(target, timeout):
+async def open_connection(endpoint, timeout):
     """A connected StreamProtocol, or an exception after `timeout` seconds."""
     loop = asyncio.get_running_loop()
     unused, proto = await asyncio.wait_for(
-        loop.create_connection(StreamProtocol, target.host, target.port, ssl=target.ssl),
+        loop.create_connection(StreamProtocol, endpoint.host, endpoint.port, ssl=endpoint.ssl),
         timeout,
     )
     return proto

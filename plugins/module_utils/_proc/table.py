@@ -171,8 +171,8 @@ def _argv(data):
     return text.split("\0") if "\0" in text else text.split(" ")
 
 
-def _read(path):
-    """The whole file, with raw os calls: cheaper than open() for thousands of small reads."""
+def read_file(path: str) -> bytes:
+    """The whole file (OSError when unreadable), with raw os calls: cheaper than open() for thousands of small reads."""
     fd = os.open(path, os.O_RDONLY)
     try:
         chunks = [os.read(fd, 4096)]
@@ -187,8 +187,8 @@ def read_one(pid, boot=None, proc_root=PROC):
     """ProcInfo for `pid` from /proc/PID/stat and cmdline, or None when it is gone."""
     base = "%s/%d" % (proc_root, pid)
     try:
-        stat = _read(base + "/stat")
-        cmd = _read(base + "/cmdline")
+        stat = read_file(base + "/stat")
+        cmd = read_file(base + "/cmdline")
         comm, fields = parse_stat(stat)
     except (OSError, ValueError):
         return None

@@ -120,7 +120,7 @@ def clean_line(raw):
     return text[:MAX_LINE]
 
 
-def detect_flavor(line):
+def flavor_of_line(line):
     for flavor, pattern in _FLAVOR_MARKERS:
         if pattern.search(line):
             return flavor
@@ -209,7 +209,7 @@ class LogState(object):
         if stamp is not None and self._first_ts is None:
             self._first_ts = stamp
         if self.flavor is None:
-            self.flavor = detect_flavor(line)
+            self.flavor = flavor_of_line(line)
         cause = match_cause(line)
         if cause and cause not in self.causes:
             self.causes[cause] = line

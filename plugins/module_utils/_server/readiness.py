@@ -27,7 +27,7 @@ class WaitFailed(GpuFleetError):
     """The server died or was not ready in time; `result` is the wait's result so far."""
 
 
-class Progress(object):
+class WaitProgress:
     """Human-readable progress lines for `tail -f` while the module runs."""
 
     def __init__(self, path, secrets=(), clock=time.time):
@@ -65,7 +65,7 @@ class Waiter(object):
         flavor = params.get("flavor") or "auto"
         self.log = LogState(None if flavor == "auto" else flavor, params.get("log_tail_lines", 30))
         self.follower = LogFollower(params["log_path"]) if params.get("log_path") else None
-        self.progress = Progress(params.get("progress_file"), secrets=[params.get("api_key")])
+        self.progress = WaitProgress(params.get("progress_file"), secrets=[params.get("api_key")])
         self.start = None
         self.health = None
         self.proc = None
@@ -203,7 +203,7 @@ class Waiter(object):
             return self.report()
         interval = self.p.get("poll_interval", 0.2)
         deadline = self.start + self.p.get("timeout", 1800)
-        probe = _Probe(self.readiness_check)
+        probe = _ProbeThread(self.readiness_check)
         while True:
             began = self.clock()
             self.watch_process()
@@ -230,7 +230,7 @@ class Waiter(object):
         return self.result(ready=False, model_info=None)
 
 
-class _Probe(object):
+class _ProbeThread:
     """Runs one readiness check at a time in a daemon thread (a hung one never blocks exit)."""
 
     def __init__(self, check):
