@@ -51,7 +51,7 @@ SIM_MODEL = os.path.join(REPO, "tests", "sim", "models", "kimi-k2.5-int4")
 # each is stopped by the PID (or the session) this script started.
 
 
-class Started(object):
+class Started:
     def __init__(self, proc, url, model, describe, group=False):
         self.proc, self.url, self.model, self.describe, self.group = proc, url, model, describe, group
 

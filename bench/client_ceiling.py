@@ -24,10 +24,11 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "build", "collections"))
 sys.path.insert(0, HERE)
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import client as bc  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Handler, Endpoint  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level  # noqa: E402
 from client_accuracy import start_bench_server, start_sim  # noqa: E402
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import client as bc  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint, Handler  # noqa: E402
 
 
 class Drain(Handler):

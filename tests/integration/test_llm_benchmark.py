@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO / "build" / "collections"))
 sys.path.insert(0, str(HERE))
 
 from _bench_server import expected_tok_s  # noqa: E402
+
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
 
@@ -36,7 +37,7 @@ SIM_MODEL = REPO / "tests" / "sim" / "models" / "kimi-k2.5-int4"
 SIM_DRAFT = REPO / "tests" / "sim" / "models" / "aq-medai-kimi-k2-eagle3"
 
 
-class BenchServer(object):
+class BenchServer:
     """_bench_server.py in a child process; READY <port> on its stdout."""
 
     def __init__(self, *args):

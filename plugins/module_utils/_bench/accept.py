@@ -98,7 +98,7 @@ def detect_flavor(models_json, metrics_text, server_info):
     return "unknown"
 
 
-class AcceptanceMeter(object):
+class AcceptanceMeter:
     """snapshot() before a level, measure() after it."""
 
     def __init__(self, client, flavor):

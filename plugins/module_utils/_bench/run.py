@@ -13,7 +13,10 @@ import random
 import time
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept import (
-    AcceptanceMeter, counter, detect_flavor, server_info,
+    AcceptanceMeter,
+    counter,
+    detect_flavor,
+    server_info,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level

@@ -52,7 +52,7 @@ class Endpoint:
         return head.encode("latin-1") + body
 
 
-class Handler(object):
+class Handler:
     """What a response is fed to; the load client subclasses it."""
 
     def on_status(self, status, headers, now):

@@ -9,11 +9,11 @@ import os
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 
 
 def gather(gpus="all", devices=None, nvml_timeout=20.0, v1_reserve_mib=1024, protect=()):

@@ -23,8 +23,8 @@ import os
 import re
 import stat
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ansible_runs import ansible_pids
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ansible_runs import ansible_pids
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ancestors, descendants
 
 # GPU system daemons, by the base name of their executable.

@@ -10,20 +10,20 @@ import os
 import pwd
 import time
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
-from ansible_collections.gpufleet.serving.plugins.module_utils._safe_text import clean
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe, holder_record
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlError, NvmlSession, NvmlTimeout, gpu_memory_mib
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import compile_patterns, matches_any
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe, holder_record
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.signals import Target, close_all, release
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state
+from ansible_collections.gpufleet.serving.plugins.module_utils._safe_text import clean
 
 VERIFY_POLL = 0.02  # seconds between NVML reads while memory drains
 STUCK_AFTER = 2.0  # seconds of unchanged memory before checking who still holds it

@@ -181,7 +181,7 @@ def diagnose(causes, exit_code=None):
     return {"kind": "exited", "message": message, "line": None, "exit_code": exit_code}
 
 
-class LogState(object):
+class LogState:
     """What the log said so far: flavor, first line of each phase and cause, last lines."""
 
     def __init__(self, flavor=None, tail_lines=30):
@@ -225,7 +225,7 @@ class LogState(object):
         return entry
 
 
-class LogFollower(object):
+class LogFollower:
     """Reads a growing log file from where it left off; survives truncation and late creation."""
 
     def __init__(self, path):
@@ -238,7 +238,7 @@ class LogFollower(object):
         """New complete lines (str). final=True also returns a last unterminated line."""
         try:
             handle = open(self.path, "rb")
-        except (IOError, OSError):
+        except OSError:
             return []
         with handle:
             stat = os.fstat(handle.fileno())

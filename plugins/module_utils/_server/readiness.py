@@ -54,7 +54,7 @@ class WaitProgress:
             self.write(at, text)
 
 
-class Waiter(object):
+class Waiter:
     def __init__(self, params, client=None, watch=None, clock=time.monotonic, sleep=time.sleep):
         self.p = params
         self.clock = clock

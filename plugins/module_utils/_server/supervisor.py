@@ -21,8 +21,8 @@ import time
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ports import port_holder
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo, psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.signals import Target, wait_gone
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo, psutil
 
 
 def read_state(path):

@@ -15,7 +15,7 @@ import os
 import subprocess
 
 
-class ProcState(object):
+class ProcState:
     """alive: True, False, or None (not known yet, e.g. the pidfile is not written yet)."""
 
     def __init__(self, alive, pid=None, exit_code=None, detail=""):
@@ -42,7 +42,7 @@ def read_proc_stat(pid, proc="/proc"):
     try:
         with open("%s/%d/stat" % (proc, pid)) as handle:
             text = handle.read()
-    except (IOError, OSError):
+    except OSError:
         return None
     # comm (field 2) is in parentheses and may hold spaces: split after the last ')'.
     rest = text[text.rindex(")") + 2:].split()
@@ -53,7 +53,7 @@ def read_proc_stat(pid, proc="/proc"):
     return state, start_time, exit_code
 
 
-class PidWatch(object):
+class PidWatch:
     """Watches one PID, or the PID a pidfile names (re-read each poll: a relaunch may rewrite it)."""
 
     def __init__(self, pid=None, pidfile=None, proc="/proc"):
@@ -66,7 +66,7 @@ class PidWatch(object):
         try:
             with open(self.pidfile) as handle:
                 text = handle.read().strip()
-        except (IOError, OSError):
+        except OSError:
             return None
         return int(text) if text.isdigit() else None
 
@@ -99,7 +99,7 @@ def parse_systemctl_show(text):
     return values
 
 
-class SystemdWatch(object):
+class SystemdWatch:
     """Watches a unit through `systemctl show` (ActiveState, MainPID, exit status)."""
 
     PROPS = ("MainPID", "ActiveState", "SubState", "ExecMainCode", "ExecMainStatus")
@@ -112,8 +112,8 @@ class SystemdWatch(object):
     @staticmethod
     def _run(command):
         # No AnsibleModule here (the watcher also runs outside a module), and run_command has no timeout.
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
-                              universal_newlines=True, timeout=5, check=False)
+        proc = subprocess.run(command, capture_output=True,  # pylint: disable=ansible-bad-function
+                              text=True, timeout=5, check=False)
         if proc.returncode != 0:
             raise OSError("%s failed: %s" % (" ".join(command), proc.stderr.strip()))
         return proc.stdout
@@ -136,7 +136,7 @@ class SystemdWatch(object):
         return ProcState(True, pid, detail="unit %s is %s/%s" % (self.unit, active, sub))
 
 
-class NoWatch(object):
+class NoWatch:
     def poll(self):
         return ProcState(None)
 

@@ -91,7 +91,7 @@ def test_detect_flavor(models, metrics, info, flavor):
     assert ba.detect_flavor(models, metrics, info) == flavor
 
 
-class FakeClient(object):
+class FakeClient:
     def __init__(self, pages, info=None):
         self.pages = list(pages)
         self.info = info

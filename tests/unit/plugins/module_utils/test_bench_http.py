@@ -18,7 +18,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench import str
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record, request_body  # noqa: E402
 
 
-class Transport(object):
+class Transport:
     def __init__(self):
         self.written = b""
         self.closed = self.aborted = False

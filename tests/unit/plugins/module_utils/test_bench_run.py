@@ -67,7 +67,7 @@ def test_bad_options_are_refused(bad):
 
 
 def test_peak_in_flight():
-    class R(object):
+    class R:
         def __init__(self, start, end):
             self.start, self.end = start, end
     assert br._peak_in_flight([R(0, 2), R(1, 3), R(2, 4), R(5, 6)]) == 2
