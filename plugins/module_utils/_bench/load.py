@@ -25,10 +25,10 @@ import asyncio
 import random
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import run_request
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import open_connection
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint, open_connection
 
 
-def arrival_offsets(n, rate, burstiness, seed):
+def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list:
     """Seconds from the start at which each of n requests arrives (first at 0)."""
     rng = random.Random(seed)
     out, t = [], 0.0
@@ -101,8 +101,8 @@ async def _open(endpoint, requests, records, timeout, per_request, offsets, max_
             p.abort()
 
 
-def run_level(endpoint, path, bodies, level, timeout, connection="keep_alive", request_rate=None,
-              burstiness=1.0, max_concurrency=None, seed=0):
+def run_level(endpoint: Endpoint, path: str, bodies: list, level: int | None, timeout: float, connection: str = "keep_alive",
+              request_rate: float | None = None, burstiness: float = 1.0, max_concurrency: int | None = None, seed: int = 0) -> list:
     """Records for every body, in order (warm-up first); blocks until all are done.
 
     level: the concurrency of a closed-loop level (ignored with a request_rate).

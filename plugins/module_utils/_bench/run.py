@@ -30,7 +30,7 @@ DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128]
 PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 
-def default_requests(level):
+def default_requests(level: int) -> int:
     """max(2 x level, 8), rounded up to whole waves of `level` so the level ends full."""
     n = max(2 * level, 8)
     return -(-n // level) * level
@@ -65,7 +65,7 @@ def _check(params):
     return levels
 
 
-def run_benchmark(params):
+def run_benchmark(params: dict) -> dict:
     """The module's result (without `changed`) for the validated parameters."""
     levels = _check(params)
     started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
@@ -187,7 +187,7 @@ def _peak_in_flight(records):
     return peak
 
 
-def server_rate(before, after, lv):
+def server_rate(before: dict | None, after: dict | None, lv: dict) -> dict:
     """The server counter's output rate over the level, and the client's count over it.
 
     Taken over the whole level (snapshots before its first request and after its last,
@@ -213,7 +213,7 @@ def server_rate(before, after, lv):
 class LevelProgress:
     """One line per level start and end, appended to a file on the host (tail -f it)."""
 
-    def __init__(self, path, total):
+    def __init__(self, path: str | None, total: int) -> None:
         self.path = os.path.abspath(os.path.expanduser(path)) if path else None
         self.total = total
         if self.path:
@@ -238,11 +238,11 @@ class LevelProgress:
     def _name(level, rate):
         return "rate %g req/s" % rate if rate else "concurrency %d" % level
 
-    def level_start(self, index, level, rate, requests):
+    def level_start(self, index: int, level: int | None, rate: float | None, requests: int) -> None:
         name = self._name(level, rate)
         self._line("level %d/%d %s: %d requests sent..." % (index + 1, self.total, name, requests))
 
-    def level_end(self, index, lv):
+    def level_end(self, index: int, lv: dict) -> None:
         self._line("level %d/%d %s: done in %ss, %s/%s ok, %s tok/s, TTFT p50 %s ms, TPOT p50 %s ms" % (
             index + 1, self.total, self._name(lv["concurrency"], lv["request_rate"]), lv["level_span_s"],
             lv["completed"], lv["requests"], lv["output_tok_s"], lv["ttft_ms"]["p50"], lv["tpot_ms"]["p50"]))
@@ -252,7 +252,7 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S")
 
 
-def write_output(path, result):
+def write_output(path: str, result: dict) -> str:
     """Write the result as JSON atomically (a reader never sees half a file)."""
     shown = path
     try:
@@ -266,7 +266,7 @@ def write_output(path, result):
     return path
 
 
-def benchmark(params, check_mode=False):
+def benchmark(params: dict, check_mode: bool = False) -> dict:
     """The llm_benchmark module's result: the sweep, and O(output) written unless in check mode."""
     result = run_benchmark(params)
     changed = False

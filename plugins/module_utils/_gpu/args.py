@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import pwd
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import DEFAULT_V1_RESERVE_MIB
@@ -21,7 +22,7 @@ COMMON_ARGS = dict(
 )
 
 
-def require_psutil(module):
+def require_psutil(module: Any) -> None:
     if not HAS_PSUTIL:
         from ansible.module_utils.basic import missing_required_lib
         module.fail_json(msg=missing_required_lib("psutil", url="https://pypi.org/project/psutil/")
@@ -50,7 +51,7 @@ def _balanced(text):
     return not stack
 
 
-def regex_list(value, option):
+def regex_list(value: list | str | None, option: str) -> list:
     """A list of regexes from a YAML/JSON list, or from a comma-separated string.
 
     In k=v form (``patterns=a,b``) Ansible hands over one string. A comma inside a
@@ -73,7 +74,7 @@ def regex_list(value, option):
     return [p for p in pieces if p]
 
 
-def finite(value, msg, strict=False):
+def finite(value: float | None, msg: str, strict: bool = False) -> Any:
     """Refuse NaN, infinity and negative values (and 0 when strict) with `msg`.
 
     NaN compares false with every number, so `nan <= 0` lets it through a plain
@@ -85,7 +86,7 @@ def finite(value, msg, strict=False):
     return value
 
 
-def known_users(names, option="sweep_users"):
+def known_users(names: list, option: str = "sweep_users") -> None:
     """Refuse user names this host does not know: a typo would sweep nobody's processes."""
     unknown = []
     for name in names or []:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
@@ -16,7 +17,8 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 
 
-def gather(gpus="all", devices=None, nvml_timeout=20.0, v1_reserve_mib=1024, protect=()):
+def gather(gpus: Any = "all", devices: str | None = None, nvml_timeout: float = 20.0, v1_reserve_mib: float = 1024,
+           protect: list | tuple = ()) -> dict:
     requested = parse_gpus(gpus)
     extra = compile_protect(protect)
     with NvmlSession(nvml_timeout) as session:

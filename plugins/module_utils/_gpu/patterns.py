@@ -43,7 +43,7 @@ CANARY_CMDLINES = [
 ]
 
 
-def compile_patterns(patterns, force_broad=False):
+def compile_patterns(patterns: list | None, force_broad: bool = False) -> list:
     """Return compiled regexes, or raise InvalidInput saying what to change."""
     compiled = []
     for raw in patterns or []:
@@ -75,5 +75,5 @@ def _refuse_broad(raw, regex):
             "or set force_broad: true" % (raw, hits[0]))
 
 
-def matches_any(regexes, cmdline):
+def matches_any(regexes: list, cmdline: str) -> bool:
     return any(r.search(cmdline) for r in regexes)

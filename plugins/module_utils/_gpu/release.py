@@ -9,6 +9,7 @@ import math
 import os
 import pwd
 import time
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
@@ -40,11 +41,11 @@ class ReleaseOptions:
               "max_used_mib", "devices", "verify", "force_broad", "sweep_users",
               "nvml_timeout", "v1_reserve_mib", "respawn_settle")
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         for name in self.FIELDS:
             setattr(self, name, kwargs.get(name))
 
-    def validate(self):
+    def validate(self) -> None:
         if self.term_timeout is None or self.term_timeout < 0 or math.isnan(self.term_timeout):
             raise InvalidInput("term_timeout must be 0 (SIGKILL at once) or a positive number of seconds")
         finite(self.timeout, "timeout must be a positive number of seconds", strict=True)
@@ -71,7 +72,7 @@ class Plan:
     the device sweep scans /proc only while one of the selected GPUs is busy.
     """
 
-    def __init__(self, table, protection, regexes, minors, opts, holders, scoped=False, busy=None):
+    def __init__(self, table: Any, protection: Any, regexes: Any, minors: Any, opts: Any, holders: Any, scoped: bool = False, busy: Any = None) -> None:
         self.table = table
         self.protection = protection
         self.holdings = holders
@@ -109,7 +110,7 @@ class Plan:
         if not opts.sweep:
             self.sweep = {}
 
-    def targets(self, which):
+    def targets(self, which: Any) -> Any:
         return [Target(self.table[pid], reason) for pid, reason in sorted(which.items())]
 
 
@@ -118,7 +119,7 @@ def _user_ok(info, users):
 
 
 class Releaser:
-    def __init__(self, opts, check_mode=False):
+    def __init__(self, opts: Any, check_mode: bool = False) -> None:
         opts.validate()
         self.opts = opts
         self.check_mode = check_mode
@@ -207,7 +208,7 @@ class Releaser:
         self.matcher.check([info.cmdline for info in table.values() if info.argv], self.deadline)
 
     # -- the run -----------------------------------------------------------
-    def run(self):
+    def run(self) -> dict:
         try:
             result = self._run()
         except GpuFleetError as exc:

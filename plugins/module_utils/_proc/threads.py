@@ -40,7 +40,7 @@ def _state_of(stat_text):
     return stat_text.rsplit(")", 1)[1].split()[0] if stat_text else None
 
 
-def live_tasks(pid, proc="/proc"):
+def live_tasks(pid: int, proc: str = "/proc") -> list:
     """[(tid, state letter)] of the threads of `pid` that have not exited."""
     try:
         tids = os.listdir("%s/%d/task" % (proc, pid))
@@ -54,14 +54,14 @@ def live_tasks(pid, proc="/proc"):
     return out
 
 
-def leader_exited(pid, proc="/proc"):
+def leader_exited(pid: int, proc: str = "/proc") -> list:
     """The live threads of a group whose leader is a zombie, else []."""
     if _state_of(_read_or_none("%s/%d/stat" % (proc, pid))) != "Z":
         return []
     return live_tasks(pid, proc)
 
 
-def group_cmdline(pid, proc="/proc"):
+def group_cmdline(pid: int, proc: str = "/proc") -> str:
     """The command line read through a live thread (the leader's reads empty once it exited)."""
     for tid, _state in live_tasks(pid, proc):
         raw = _read_or_none("%s/%d/task/%d/cmdline" % (proc, pid, tid), binary=True)
@@ -70,7 +70,7 @@ def group_cmdline(pid, proc="/proc"):
     return ""
 
 
-def group_state(pid, proc="/proc"):
+def group_state(pid: int, proc: str = "/proc") -> str:
     """E.g. 'sleeping (main thread exited, 3 threads live)', or None when the leader is not a zombie."""
     tasks = leader_exited(pid, proc)
     if not tasks:
@@ -91,7 +91,7 @@ def _masks(text):
     return out
 
 
-def term_blocked(pid, proc="/proc"):
+def term_blocked(pid: int, proc: str = "/proc") -> str | None:
     """Why `pid` cannot act on SIGTERM, or None when it can."""
     status = _masks(_read_or_none("%s/%d/status" % (proc, pid)))
     if not status:

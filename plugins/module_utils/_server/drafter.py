@@ -20,7 +20,7 @@ EAGLE_ARCHITECTURES = ("LlamaForCausalLMEagle", "Qwen2ForCausalLMEagle", "Mistra
                        "MistralLarge3ForCausalLMEagle")
 
 
-def load_config(model_path, role):
+def load_config(model_path: str, role: str) -> dict:
     path = os.path.join(model_path, "config.json")
     try:
         with open(path) as handle:
@@ -34,7 +34,7 @@ def load_config(model_path, role):
     return config.get("text_config", config) if role == "target" else config
 
 
-def check_speculative_numbers(num_steps, eagle_topk, num_draft_tokens):
+def check_speculative_numbers(num_steps: int | None, eagle_topk: int | None, num_draft_tokens: int | None) -> None:
     given = [v is not None for v in (num_steps, eagle_topk, num_draft_tokens)]
     if any(given) and not all(given):
         raise InvalidInput("num_steps, eagle_topk and num_draft_tokens go together: set all three or none "
@@ -49,7 +49,7 @@ def check_speculative_numbers(num_steps, eagle_topk, num_draft_tokens):
                                "num_steps=%d (expected %d)" % (num_draft_tokens, num_steps, num_steps + 1))
 
 
-def check_architectures(archs):
+def check_architectures(archs: list) -> None:
     """Refuse a drafter whose architectures SGLang does not load as an EAGLE-3 draft model."""
     if any(a in EAGLE3_ARCHITECTURES for a in archs):
         return
@@ -64,7 +64,7 @@ def check_architectures(archs):
                        "(expected %s)" % (archs, expected))
 
 
-def check_pair(drafter, target):
+def check_pair(drafter: dict, target: dict) -> dict:
     """Raise InvalidInput naming the field and both values at the first mismatch."""
     archs = drafter.get("architectures") or []
     check_architectures(archs)

@@ -13,22 +13,23 @@ from __future__ import annotations
 
 import os
 import subprocess
+from typing import Any
 
 
 class ProcState:
     """alive: True, False, or None (not known yet, e.g. the pidfile is not written yet)."""
 
-    def __init__(self, alive, pid=None, exit_code=None, detail=""):
+    def __init__(self, alive: bool | None, pid: int | None = None, exit_code: int | None = None, detail: str = "") -> None:
         self.alive = alive
         self.pid = pid
         self.exit_code = exit_code
         self.detail = detail
 
-    def as_dict(self):
+    def as_dict(self) -> dict:
         return {"alive": self.alive, "pid": self.pid, "exit_code": self.exit_code, "detail": self.detail}
 
 
-def decode_wait_status(status):
+def decode_wait_status(status: int) -> int:
     """Exit code, or minus the signal number, from a raw wait status."""
     if os.WIFSIGNALED(status):
         return -os.WTERMSIG(status)
@@ -37,7 +38,7 @@ def decode_wait_status(status):
     return None
 
 
-def read_proc_stat(pid, proc="/proc"):
+def read_proc_stat(pid: int, proc: str = "/proc") -> tuple | None:
     """(state, start_time, exit_code or None) of a PID, or None if there is no such process."""
     try:
         with open("%s/%d/stat" % (proc, pid)) as handle:
@@ -56,7 +57,7 @@ def read_proc_stat(pid, proc="/proc"):
 class PidWatch:
     """Watches one PID, or the PID a pidfile names (re-read each poll: a relaunch may rewrite it)."""
 
-    def __init__(self, pid=None, pidfile=None, proc="/proc"):
+    def __init__(self, pid: int | None = None, pidfile: str | None = None, proc: str = "/proc") -> None:
         self.pid = pid
         self.pidfile = pidfile
         self.proc = proc
@@ -70,7 +71,7 @@ class PidWatch:
             return None
         return int(text) if text.isdigit() else None
 
-    def poll(self):
+    def poll(self) -> ProcState:
         if self.pidfile:
             named = self._pid_from_file()
             if named is None and self.pid is None:
@@ -90,7 +91,7 @@ class PidWatch:
         return ProcState(True, self.pid)
 
 
-def parse_systemctl_show(text):
+def parse_systemctl_show(text: str) -> dict:
     values = {}
     for line in text.splitlines():
         key, sep, value = line.partition("=")
@@ -104,7 +105,7 @@ class SystemdWatch:
 
     PROPS = ("MainPID", "ActiveState", "SubState", "ExecMainCode", "ExecMainStatus")
 
-    def __init__(self, unit, systemctl="systemctl", runner=None):
+    def __init__(self, unit: str, systemctl: str = "systemctl", runner: Any = None) -> None:
         self.unit = unit
         self.command = [systemctl, "show", unit] + ["--property=%s" % p for p in self.PROPS]
         self.runner = runner or self._run
@@ -118,7 +119,7 @@ class SystemdWatch:
             raise OSError("%s failed: %s" % (" ".join(command), proc.stderr.strip()))
         return proc.stdout
 
-    def poll(self):
+    def poll(self) -> ProcState:
         values = parse_systemctl_show(self.runner(self.command))
         active, sub = values.get("ActiveState", ""), values.get("SubState", "")
         pid = int(values.get("MainPID") or 0) or None
@@ -137,11 +138,11 @@ class SystemdWatch:
 
 
 class NoWatch:
-    def poll(self):
+    def poll(self) -> ProcState:
         return ProcState(None)
 
 
-def make_watch(pid=None, pidfile=None, systemd_unit=None, systemctl="systemctl"):
+def make_watch(pid: int | None = None, pidfile: Any = None, systemd_unit: str | None = None, systemctl: str = "systemctl") -> NoWatch | PidWatch | SystemdWatch:
     if systemd_unit:
         return SystemdWatch(systemd_unit, systemctl)
     if pid or pidfile:
