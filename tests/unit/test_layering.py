@@ -147,3 +147,36 @@ def test_the_checker_sees_a_violation(tmp_path):
     assert any("relative import" in f for f in found), found
     assert any("modules may not import plugin_utils" in f for f in found), found
     assert any("imports the tests" in f for f in found), found
+
+
+def unannotated(path):
+    """Public functions and methods (of public classes) of a file lacking a parameter or return annotation."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    out = []
+
+    def visit(body, prefix, in_class):
+        for node in body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                visit(node.body, prefix + node.name + ".", True)
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if node.name.startswith("_") and node.name != "__init__":
+                continue
+            static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+            params = node.args.posonlyargs + node.args.args
+            if in_class and not static:
+                params = params[1:]  # self / cls
+            params += node.args.kwonlyargs + [a for a in (node.args.vararg, node.args.kwarg) if a]
+            missing = [a.arg for a in params if a.annotation is None]
+            if node.returns is None:
+                missing.append("return")
+            if missing:
+                out.append("%s:%d %s%s: %s" % (path.relative_to(REPO), node.lineno, prefix, node.name, ", ".join(missing)))
+
+    visit(tree.body, "", False)
+    return out
+
+
+def test_module_utils_public_functions_have_type_hints():
+    found = [line for path in sorted((PLUGINS / "module_utils").rglob("*.py")) for line in unannotated(path)]
+    assert not found, "\n".join(found)
