@@ -140,10 +140,10 @@ class AcceptanceMeter:
         return length, source
 
     def _server_info(self):
-        return server_info(self.client)
+        return read_server_info(self.client)
 
 
-def server_info(client: HttpClient) -> dict | None:
+def read_server_info(client: HttpClient) -> dict | None:
     """SGLang's /server_info (/get_server_info before 0.4.4), or None."""
     return client.get_json("/server_info") or client.get_json("/get_server_info")
 

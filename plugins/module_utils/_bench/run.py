@@ -16,7 +16,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept imp
     AcceptanceMeter,
     counter,
     detect_flavor,
-    server_info,
+    read_server_info,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
@@ -92,7 +92,7 @@ def run_benchmark(params: dict) -> dict:
     flavor = params.get("flavor") or "auto"
     if flavor == "auto":
         metrics = client.get("/metrics")
-        flavor = detect_flavor(models, metrics.text if metrics.status == 200 else "", server_info(client))
+        flavor = detect_flavor(models, metrics.text if metrics.status == 200 else "", read_server_info(client))
 
     context = ssl_context(params.get("validate_certs", True)) if base_url.startswith("https") else None
     try:
