@@ -108,7 +108,7 @@ class FakeClient:
 
 def test_meter_falls_back_to_server_info_without_metrics():
     meter = ba.AcceptanceMeter(FakeClient([], {"speculative_algorithm": "EAGLE3",
-                                              "internal_states": [{"avg_spec_accept_length": 3.1}]}), "sglang")
+                                               "internal_states": [{"avg_spec_accept_length": 3.1}]}), "sglang")
     before = meter.snapshot()
     assert before is None
     assert meter.measure(before) == (3.1, "server_info")
