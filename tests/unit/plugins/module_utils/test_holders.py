@@ -12,7 +12,7 @@ import stat
 import pytest
 from _polling import poll
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders
 
 DEVICE_FILES = ["nvidia0", "nvidia1", "nvidia3", "nvidia10", "nvidiactl", "nvidia-uvm",
                 "nvidia-modeset", "nvidia-caps/nvidia-cap1", "nvidia-caps/nvidia-cap2", "nvme0"]

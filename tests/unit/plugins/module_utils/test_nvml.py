@@ -19,7 +19,7 @@ import pytest
 from _unit_support import COLLECTIONS, SIM
 from simlib import fakegpu
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml as nvml
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml
 
 MIB = 1024 * 1024
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_nvml_probe.py")

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "build" / "collections"))
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as _patterns  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import drafter as _drafter  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import log as log  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import log  # noqa: E402
 
 TESTED = {"sglang": "0.5.23", "vllm": "0.33.0"}
 
