@@ -98,8 +98,9 @@ gpus:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS, require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.info import gpu_facts
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
 
 def main():

@@ -115,7 +115,7 @@ stop:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
 
 

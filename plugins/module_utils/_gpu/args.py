@@ -11,7 +11,6 @@ from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import DEFAULT_V1_RESERVE_MIB
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import HAS_PSUTIL, PSUTIL_IMPORT_ERROR
 
 COMMON_ARGS = dict(
     gpus=dict(type="raw", default="all"),
@@ -20,13 +19,6 @@ COMMON_ARGS = dict(
     v1_reserve_mib=dict(type="float", default=DEFAULT_V1_RESERVE_MIB),
     protect=dict(type="list", elements="str", default=[]),
 )
-
-
-def require_psutil(module: Any) -> None:
-    if not HAS_PSUTIL:
-        from ansible.module_utils.basic import missing_required_lib
-        module.fail_json(msg=missing_required_lib("psutil", url="https://pypi.org/project/psutil/")
-                         + " (python -m pip install psutil)", exception=str(PSUTIL_IMPORT_ERROR))
 
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}

@@ -25,6 +25,15 @@ except ImportError as exc:  # pragma: no cover - exercised on hosts without psut
     PSUTIL_IMPORT_ERROR = exc
 
 PROC = "/proc"
+
+
+def require_psutil(module: Any) -> None:
+    """Fail the module, the Ansible way, on a host without psutil (before any work starts)."""
+    if not HAS_PSUTIL:
+        from ansible.module_utils.basic import missing_required_lib
+        module.fail_json(msg=missing_required_lib("psutil", url="https://pypi.org/project/psutil/")
+                         + " (python -m pip install psutil)", exception=str(PSUTIL_IMPORT_ERROR))
+
 # include/linux/sched.h: "I am a kernel thread". PPID 2 is no proof: in a PID
 # namespace PID 2 is an ordinary process (the launcher under tini).
 PF_KTHREAD = 0x00200000
