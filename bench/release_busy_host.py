@@ -86,7 +86,7 @@ def old_noop(devices):
 
 
 def new_noop(devices):
-    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import Releaser, ReleaseOptions
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import ReleaseOptions, Releaser
     opts = ReleaseOptions(patterns=[PATTERN], gpus=None, sweep=True, protect=[], term_timeout=10.0,
                           timeout=60.0, max_used_mib=0.0, devices=devices, verify=True, force_broad=False,
                           sweep_users=[], nvml_timeout=20.0, v1_reserve_mib=1024.0)

@@ -77,20 +77,16 @@ gpus:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS, fail_from, require_psutil
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.info import gather
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.info import gpu_facts
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(COMMON_ARGS), supports_check_mode=True)
     require_psutil(module)
-    params = {k: module.params[k] for k in COMMON_ARGS}
-    try:
-        facts = gather(**params)
-    except GpuFleetError as exc:
-        fail_from(module, exc)
-    module.exit_json(changed=False, **facts)
+    run_module(module, gpu_facts, module.params)
 
 
 if __name__ == "__main__":

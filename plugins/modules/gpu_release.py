@@ -272,9 +272,10 @@ elapsed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS, fail_from, regex_list, require_psutil
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import Releaser, ReleaseOptions
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
 
 def main():
@@ -292,13 +293,7 @@ def main():
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_psutil(module)
-    opts = ReleaseOptions(**{k: module.params[k] for k in ReleaseOptions.FIELDS})
-    try:
-        opts.patterns = regex_list(module.params["patterns"], "patterns")
-        result = Releaser(opts, check_mode=module.check_mode).run()
-    except GpuFleetError as exc:
-        fail_from(module, exc)
-    module.exit_json(**result)
+    run_module(module, release_gpus, module.params, check_mode=module.check_mode)
 
 
 if __name__ == "__main__":

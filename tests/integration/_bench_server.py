@@ -41,7 +41,7 @@ import time
 COUNTER_START = 1000000.0  # counters start far from zero: a reader must take deltas
 
 
-class State(object):
+class State:
     def __init__(self, args):
         self.args = args
         self.posts = 0

@@ -22,10 +22,10 @@ sys.path.insert(0, os.path.join(REPO, "build", "collections"))
 sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
 
 import setproctitle  # noqa: E402
-
 from simlib import fakegpu  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable  # noqa: E402
+
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release as _release  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable  # noqa: E402
 
 
 def main(root, control=False):

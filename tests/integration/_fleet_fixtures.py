@@ -21,8 +21,8 @@ SIMCTL = REPO / "tests" / "sim" / "simctl"
 
 sys.path.insert(0, str(REPO / "tests" / "sim"))
 from _ansible_bin import tool  # noqa: E402  (GPUFLEET_ANSIBLE_BIN: which ansible-core)
-from simlib import fleet_proc  # noqa: E402  (start-time checked kills, as `fleet down` does)
 from _polling import holds_within  # noqa: E402
+from simlib import fleet_proc  # noqa: E402  (start-time checked kills, as `fleet down` does)
 
 ANSIBLE_PLAYBOOK = tool("ansible-playbook")
 ANSIBLE = tool("ansible")

@@ -15,8 +15,8 @@ SIMCTL = os.path.join(REPO, "tests", "sim", "simctl")
 sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
 
 # fakegpu is re-exported to the tests (tests/sim is put on the path above).
-from simlib import fakegpu  # noqa: E402,F401  pylint: disable=unused-import
 from _polling import poll  # noqa: E402  (tests/ is on sys.path via tests/conftest.py)
+from simlib import fakegpu  # noqa: E402,F401  pylint: disable=unused-import
 
 
 def ansible_env(extra=None):

@@ -45,11 +45,11 @@ sys.path.insert(0, os.path.join(REPO, "build", "collections"))
 sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
 
 import setproctitle  # noqa: E402
-
 from simlib import fakegpu  # noqa: E402
 from simlib.gpu_cli import daemon_exe  # noqa: E402
+
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import Releaser, ReleaseOptions  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import ReleaseOptions, Releaser  # noqa: E402
 
 NOBODY = 65534
 GPUS = 8
@@ -197,7 +197,7 @@ def oracle(nodes, opts, selected):
                 tree_of[member] = top
                 trees.setdefault(top, []).append(member)
     scoped = opts["gpus"] != "all"
-    for top, members in trees.items():
+    for members in trees.values():
         held = set()
         for m in members:
             if not protected(nodes[m]):
@@ -392,7 +392,7 @@ def run_in_process(trial):
     try:
         return Releaser(opts, check_mode=trial["check_mode"]).run(), None
     except GpuFleetError as exc:
-        return exc.details.get("result"), exc.msg
+        return exc.result, exc.msg
 
 
 def one_trial(root, trial, runner):

@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import time
+
 from _polling import poll  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ def free_port():
         return sock.getsockname()[1]
 
 
-class Procs(object):
+class Procs:
     """Every process a test starts; stop() ends each one by its PID (TERM, then KILL) and reaps it."""
 
     def __init__(self):
@@ -56,7 +57,7 @@ class Procs(object):
             proc.wait()
 
 
-class FakeServer(object):
+class FakeServer:
     """One wait_test_server.py process and its files under a test's tmp dir."""
 
     def __init__(self, procs, tmp, name="srv", **opts):
@@ -127,7 +128,7 @@ def parse_result(stdout):
     return json.loads(stdout[found.end():].strip())
 
 
-class ModuleRun(object):
+class ModuleRun:
     """The real module through `ansible localhost -m gpufleet.serving.server_wait`, in the background."""
 
     def __init__(self, procs, args, check=False):

@@ -5,8 +5,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _harness import OwnProcesses, fakegpu  # noqa: E402
 import _pidns  # noqa: E402
+from _harness import OwnProcesses, fakegpu  # noqa: E402
 
 
 @pytest.fixture

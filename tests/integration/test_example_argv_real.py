@@ -16,7 +16,6 @@ import sys
 
 import pytest
 import yaml
-
 from _harness import PYTHON, REPO, VENV_BIN, ansible_env
 
 sys.path.insert(0, os.path.join(REPO, "tests", "sim"))

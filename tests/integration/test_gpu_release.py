@@ -8,8 +8,7 @@ import os
 import subprocess
 
 import pytest
-
-from _harness import PYTHON, REPO, ansible_env, hold, run_module, wait_for, fakegpu
+from _harness import PYTHON, REPO, ansible_env, fakegpu, hold, run_module, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SGLANG = r"sglang::|sglang\.launch_server"

@@ -13,9 +13,8 @@ import re
 import subprocess
 import time
 
-import pytest
-
 import _pidns
+import pytest
 from _harness import PYTHON, REPO, VENV_BIN, alive, ansible_env, fakegpu, hold, run_module, timed, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -263,9 +262,10 @@ def test_term_timeout_beyond_timeout_still_kills_in_time(gpu_root, ns):
 
 def test_reused_pid_is_never_signalled_by_a_target(procs):
     """_signals level, a real process: the snapshot's start time differs from the live one."""
+    import psutil
+
     from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as _signals
     from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
-    import psutil
     child = procs.popen([PYTHON, "-c", "import signal; signal.pause()"])
     real = psutil.Process(child.pid).create_time()
     target = _signals.Target(ProcInfo(child.pid, os.getpid(), real - 3.0, "root", ["sglang::scheduler_TP0"],

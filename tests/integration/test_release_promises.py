@@ -10,7 +10,6 @@ import subprocess
 import time
 
 import pytest
-
 from _harness import PYTHON, REPO, VENV_BIN, ansible_env, fakegpu, hold, run_module, timed, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -27,7 +27,6 @@ import subprocess
 import time
 
 import pytest
-
 from _harness import PYTHON, REPO, fakegpu, run_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -7,9 +7,8 @@ import json
 import os
 import subprocess
 
-import pytest
-
 import _pidns
+import pytest
 from _harness import PYTHON, REPO, SIMCTL, VENV_BIN, ansible_env, fakegpu, hold, run_module, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))

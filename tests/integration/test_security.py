@@ -16,9 +16,10 @@ import urllib.request
 from pathlib import Path
 
 import yaml
-
-from _fleet_fixtures import Fleet, ansible_env as fleet_env, fleet_proc, needs_fleet, wait_for as fleet_wait
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env, run_module, fakegpu
+from _fleet_fixtures import Fleet, fleet_proc, needs_fleet
+from _fleet_fixtures import ansible_env as fleet_env
+from _fleet_fixtures import wait_for as fleet_wait
+from _harness import PYTHON, REPO, VENV_BIN, ansible_env, fakegpu, run_module
 
 ROLE = os.path.join(REPO, "roles", "sglang_server")
 PLAYBOOKS = Path(REPO) / "playbooks"

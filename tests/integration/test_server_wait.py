@@ -19,7 +19,15 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from _wait_fixtures import (  # noqa: E402
-    SIM_MODEL, SIM_PYTHON, FakeServer, ModuleRun, Procs, free_port, median, poll_until, progress_has,
+    SIM_MODEL,
+    SIM_PYTHON,
+    FakeServer,
+    ModuleRun,
+    Procs,
+    free_port,
+    median,
+    poll_until,
+    progress_has,
     progress_time,
 )
 
@@ -55,7 +63,7 @@ def test_ready_detection_latency(procs, tmp_path):
         server.wait_port()
         run = start_wait(procs, server, tmp_path)
         # The module is polling a server that answers 503 (warm-up): now let it turn ready.
-        poll_until(lambda: any(e.get("path") == "/health" and e["status"] == 503 for e in server.read_events()),
+        poll_until(lambda: any(e.get("path") == "/health" and e["status"] == 503 for e in server.read_events()),  # noqa: B023
                    10, "a 503 health answer")
         server.release()
         rc, result = run.finish()

@@ -12,7 +12,6 @@ import subprocess
 
 import pytest
 import yaml
-
 from _harness import PYTHON, REPO, VENV_BIN, ansible_env
 
 TESTED = yaml.safe_load(open(os.path.join(REPO, "roles", "sglang_server", "vars", "main.yml")))[

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from _harness import PYTHON, REPO, VENV_BIN, ansible_env
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")

@@ -28,7 +28,7 @@ import time
 MODEL = "tests/models/tiny-int4"
 
 
-class Server(object):
+class Server:
     def __init__(self, args):
         self.args = args
         self.log_file = open(args.log, "a", buffering=1)

@@ -27,8 +27,8 @@ PORT = 2222
 ENV_PROBE = ("SGLANG_SIM_PROBE", "probe value 1")
 
 sys.path.insert(0, str(SIM))
-from simlib import fleet_cli  # noqa: E402
 from _polling import holds_within  # noqa: E402
+from simlib import fleet_cli  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("tini") and os.path.exists("/usr/sbin/sshd")),

@@ -12,9 +12,7 @@ import threading
 
 import psutil
 import pytest
-
-from _server_fixtures import (EAGLE, HOST, KIMI, MISMATCHED, Server, measure_throughput,
-                              stream_completion, wait_for)
+from _server_fixtures import EAGLE, HOST, KIMI, MISMATCHED, Server, measure_throughput, stream_completion, wait_for
 
 try:
     from simlib import fakegpu

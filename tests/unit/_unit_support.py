@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+
 from _polling import poll  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

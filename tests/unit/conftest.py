@@ -16,10 +16,9 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
 # Imported for its effect: it puts the collection and tests/sim on sys.path.
 import _unit_support  # noqa: F401  pylint: disable=unused-import
+import pytest
 
 
 class OwnProcesses:

@@ -113,8 +113,9 @@ def test_engine_patterns_in_order_and_unknown_refused():
 
 
 def test_the_lookup_returns_the_engine_constant():
-    from ansible_collections.gpufleet.serving.plugins.lookup.engine_patterns import LookupModule
     from ansible.errors import AnsibleLookupError
+
+    from ansible_collections.gpufleet.serving.plugins.lookup.engine_patterns import LookupModule
     lookup = LookupModule()
     assert lookup.run(["sglang", "vllm"], variables={}) == _patterns.engine_patterns(["sglang", "vllm"])
     with pytest.raises(AnsibleLookupError, match="name at least one engine"):

@@ -30,7 +30,7 @@ ENGINE_PATTERNS = {
 SGLANG_PATTERNS = ENGINE_PATTERNS["sglang"]
 
 
-def engine_patterns(engines):
+def engine_patterns(engines: list[str]) -> list[str]:
     """The kill set of each engine named, in order; InvalidInput for an unknown name."""
     out = []
     for name in engines:
@@ -64,7 +64,7 @@ CANARY_CMDLINES = [
 ]
 
 
-def compile_patterns(patterns, force_broad=False):
+def compile_patterns(patterns: list | None, force_broad: bool = False) -> list:
     """Return compiled regexes, or raise InvalidInput saying what to change."""
     compiled = []
     for raw in patterns or []:
@@ -96,5 +96,5 @@ def _refuse_broad(raw, regex):
             "or set force_broad: true" % (raw, hits[0]))
 
 
-def matches_any(regexes, cmdline):
+def matches_any(regexes: list, cmdline: str) -> bool:
     return any(r.search(cmdline) for r in regexes)

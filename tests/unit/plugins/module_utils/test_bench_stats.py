@@ -33,7 +33,7 @@ def test_percentile_interpolates_like_numpy(q, expected):
 
 def test_percentile_of_nothing_is_none():
     assert bs.percentile([], 50) is None
-    assert bs.describe([]) == {"mean": None, "p50": None, "p90": None, "p99": None}
+    assert bs.percentiles([]) == {"mean": None, "p50": None, "p90": None, "p99": None}
 
 
 def test_itl_is_per_token_with_multi_token_chunks():

@@ -16,11 +16,10 @@ import subprocess
 import sys
 
 import pytest
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml
+from _unit_support import COLLECTIONS, SIM
 from simlib import fakegpu
 
-from _unit_support import COLLECTIONS, SIM
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml
 
 MIB = 1024 * 1024
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_nvml_probe.py")

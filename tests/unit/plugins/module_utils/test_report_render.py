@@ -14,11 +14,11 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary  # noqa: E402
 
 
 def lv(c, tps, p50, p99, accept=None):

@@ -115,7 +115,7 @@ def test_startup_complete_without_flavor_is_only_http():
     ("Loading safetensors checkpoint shards: 100% Completed | 9/9 [00:29<00:00,  3.28s/it]", None),
 ])
 def test_detect_flavor(line, flavor):
-    assert log.detect_flavor(line) == flavor
+    assert log.flavor_of_line(line) == flavor
 
 
 CAUSE_LINES = [

@@ -12,11 +12,10 @@ import time
 
 import psutil
 import pytest
+from _unit_support import poll_until, proc_state
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as sig
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
-
-from _unit_support import poll_until, proc_state
 
 OBEY = "import sys; print('ready', flush=True); sys.stdin.read()"
 # Handles SIGTERM and lives on (a SIG_IGN process gets SIGKILL at once: test_signal_promises.py).
