@@ -6,10 +6,10 @@ per-host lines and the exit code are the ones the fleet playbooks rely on. A thi
 in the report play only, as a host that left the play. Seconds, no root.
 """
 import json
-import os
 import subprocess
 
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env
+from _ansible_bin import tool
+from _harness import PYTHON, REPO, ansible_env
 
 PLAYBOOK = """\
 - name: Work on each host
@@ -62,7 +62,7 @@ def test_record_failure_and_report(tmp_path):
     playbook = tmp_path / "play.yml"
     report_dir = tmp_path / "report"
     playbook.write_text(PLAYBOOK.format(report_dir=report_dir))
-    run = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", str(inventory), str(playbook)],
+    run = subprocess.run([str(tool("ansible-playbook")), "-i", str(inventory), str(playbook)],
                          cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
     output = run.stdout + run.stderr
     assert run.returncode == 2, output[-4000:]
