@@ -211,8 +211,8 @@ def test_reset_table():
     lines = o.reset_table([clean, dirty], ["h9"])
     assert lines[0] == o.RESET_HEADER
     assert lines[1] == "%-14s %-11s %8s %9s %8s  %s" % ("h0", "dirty", 2, "-", "-", "GPU 3 busy")
-    assert lines[2] == "%-14s %-11s %8s %9s %8s  %s" % ("h1", "clean", 2, "2/2", "1.50",
-                                                         "SIGKILL: 1; protected: nvidia-persistenced")
+    row = ("h1", "clean", 2, "2/2", "1.50", "SIGKILL: 1; protected: nvidia-persistenced")
+    assert lines[2] == "%-14s %-11s %8s %9s %8s  %s" % row
     assert lines[3].split()[:2] == ["h9", "no"] and lines[3].endswith("the host left the play (see above)")
 
 
