@@ -11,7 +11,7 @@ task names.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping
 
 DASH = "-"
 
@@ -207,7 +207,7 @@ def swap_failure(failure: Mapping[str, Any], drafter_check: Any = None, server: 
 
 
 def report_lines(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = (),
-                 report: Any = None, summary_file: Optional[str] = None) -> list:
+                 report: Any = None, summary_file: str | None = None) -> list:
     """The controller's closing lines: where the report is (with REPORT, the benchmark_report
     result, or None to leave the line out), the summary file, then one line per host (each
     result's `line`, by host) and one per host without a result (MISSING)."""
@@ -241,6 +241,15 @@ def _truncate(text: str, length: int = 80) -> str:
     return cut + "..."
 
 
+def _short_command(text: str) -> str:
+    # The interpreter's directory says nothing about what was killed and would push the
+    # words that do (e.g. multiprocessing.resource_tracker) past the cut.
+    head, sep, rest = text.partition(" ")
+    if head.startswith("/"):
+        head = head.rsplit("/", 1)[1] or head
+    return _truncate(head + sep + rest)
+
+
 def reset_summary(release: Any, host: str, failure: Any = None, unreachable: bool = False) -> dict:
     """reset.yml's record of a host. RELEASE is gpu_release's result; with FAILURE (the
     rescue's ansible_failed_result) the host is dirty, or unreachable when UNREACHABLE or
@@ -254,7 +263,7 @@ def reset_summary(release: Any, host: str, failure: Any = None, unreachable: boo
         "host": host,
         "killed": len(killed),
         "sigkilled": len([k for k in killed if "SIGKILL" in (k.get("signals") or [])]),
-        "killed_commands": [_truncate(str(c)) for c in _cmdlines(killed)],
+        "killed_commands": [_short_command(str(c)) for c in _cmdlines(killed)],
         "gpus_selected": len(gpus),
         "gpus_free": len([g for g in gpus if g.get("free")]),
         "protected_holders": _cmdlines(release.get("protected_holders")),

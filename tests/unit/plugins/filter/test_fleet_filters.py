@@ -187,6 +187,15 @@ def test_reset_summary_of_a_clean_host():
     assert "failed_to_kill" not in r
 
 
+def test_reset_summary_drops_the_interpreters_directory():
+    # What was killed must survive the cut, however deep the interpreter lives.
+    cmd = "/" + "d/" * 40 + "python3 -c from multiprocessing.resource_tracker import main;main(7)"
+    release = dict(RELEASE, killed=[{"cmdline": cmd, "signals": ["SIGKILL"]}])
+    (line,) = o.reset_summary(release, "h1")["killed_commands"]
+    assert line == "python3 -c from multiprocessing.resource_tracker import main;main(7)"
+    assert o.reset_summary(dict(RELEASE, killed=[{"cmdline": "/" + "d/" * 60 + "x"}]), "h1")["killed_commands"] == ["x"]
+
+
 def test_reset_summary_of_a_dirty_host_takes_the_failed_release():
     failed = dict(RELEASE, failed=True, msg="GPU 1: 2048 MiB used\n",
                   gpus=[{"index": 0, "free": True}, {"index": 1, "free": False}, {"index": 2}],
