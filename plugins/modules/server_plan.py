@@ -18,7 +18,8 @@ description:
     and decides.
   - The decision is V(keep) when O(state=started) and the same configuration runs and answers 200 on
     C(/health), V(stop) when O(state=stopped), and V(relaunch) otherwise. Before a relaunch it also reads
-    the host's sglang version (without importing sglang) and whether the entry point exists.
+    the host's sglang version (without importing sglang), whether the entry point exists, and whether
+    the log and state directories exist with the role's modes.
   - The API key never enters the command line - with a key, the argv carries C(--config SECRET_FILE) and the
     supervisor starts the role's C(log_redact.py) in front of the server; only the key's digest enters the
     fingerprint.
@@ -260,6 +261,13 @@ sglang_version:
   returned: always
   type: str
   sample: 0.5.23
+dirs_ready:
+  description:
+    - Whether O(log_dir) (mode 0750) and O(state_dir) (mode 0700) exist with those modes; null unless relaunching.
+      The role creates them only when not.
+  returned: always
+  type: bool
+  sample: true
 version_error:
   description: The last line of what went wrong reading the version; null when it was read.
   returned: always

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
@@ -175,9 +176,25 @@ def installed_version(python: str, run: Runner) -> Tuple[str, Optional[str]]:
     return "unknown", lines[-1] if lines else ""
 
 
+# The directories the role creates before a launch, with their modes (roles/sglang_server/tasks/launch.yml).
+DIR_MODES = (("log_dir", 0o750), ("state_dir", 0o700))
+
+
+def dirs_ready(p: Dict[str, Any]) -> bool:
+    """Whether the log and state directories exist with the role's modes (its file tasks would change nothing)."""
+    for name, mode in DIR_MODES:
+        try:
+            info = os.stat(p[name])
+        except OSError:
+            return False
+        if not stat.S_ISDIR(info.st_mode) or stat.S_IMODE(info.st_mode) != mode:
+            return False
+    return True
+
+
 def plan(p: Dict[str, Any], run: Runner, systemctl: Optional[str] = None,
          check_health: Callable[[str], Optional[int]] = health) -> Dict[str, Any]:
-    """compose + what runs + health + decision + (before a launch) the entry point and version."""
+    """compose + what runs + health + decision + (before a launch) the entry point, version and directories."""
     out = compose(p)
     where = out["paths"]
     if out["supervisor"] == "systemd":
@@ -189,8 +206,9 @@ def plan(p: Dict[str, Any], run: Runner, systemctl: Optional[str] = None,
     decision = decide(p["state"], now["running"], now["fingerprint"], out["fingerprint"], status)
     out.update(running=now["running"], pid=now["pid"] or None, recorded_fingerprint=now["fingerprint"],
                health_status=status, decision=decision, keep=decision == "keep",
-               entry_point_exists=None, sglang_version=None, version_error=None)
+               entry_point_exists=None, sglang_version=None, version_error=None, dirs_ready=None)
     if decision == "relaunch":
+        out["dirs_ready"] = dirs_ready(p)
         out["entry_point_exists"] = os.path.exists(out["entry_point"]) if "/" in out["entry_point"] else True
         out["sglang_version"], out["version_error"] = installed_version(p["python"], run)
     return out

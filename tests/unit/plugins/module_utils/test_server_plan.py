@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -195,3 +196,16 @@ def test_health_without_an_answer_is_none():
     started = time.monotonic()
     assert pl.health("http://127.0.0.1:9", timeout=2) is None  # discard port: refused at once
     assert time.monotonic() - started < 2
+
+
+def test_dirs_ready_only_with_the_role_modes(tmp_path):
+    p = params(log_dir=str(tmp_path / "log"), state_dir=str(tmp_path / "state"))
+    assert not pl.dirs_ready(p)
+    (tmp_path / "log").mkdir(mode=0o750)
+    (tmp_path / "state").mkdir(mode=0o755)
+    os.chmod(tmp_path / "log", 0o750)
+    os.chmod(tmp_path / "state", 0o755)
+    assert not pl.dirs_ready(p)  # the state directory is too open: the role's file task fixes it
+    os.chmod(tmp_path / "state", 0o700)
+    assert pl.dirs_ready(p)
+    assert pl.plan(p, lambda argv: (0, "0.5.23", ""))["dirs_ready"] is True
