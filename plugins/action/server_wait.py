@@ -55,7 +55,7 @@ class ActionModule(ActionBase):
     _supports_async = True
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         args = dict(self._task.args)
         wrap_async = self._task.async_val and not self._connection.has_native_async

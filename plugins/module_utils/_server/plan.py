@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import stat
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Tuple
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
@@ -48,13 +48,13 @@ def entry_point(python: str, requested: str = "") -> str:
     return os.path.dirname(python) + "/sglang" if "/" in python else "sglang"
 
 
-def choose_supervisor(requested: str, service_mgr: Optional[str]) -> str:
+def choose_supervisor(requested: str, service_mgr: str | None) -> str:
     if requested:
         return requested
     return "systemd" if service_mgr == "systemd" else "process"
 
 
-def paths(instance: str, log_dir: str, state_dir: str) -> Dict[str, str]:
+def paths(instance: str, log_dir: str, state_dir: str) -> dict[str, str]:
     return {
         "log": "%s/%s.log" % (log_dir, instance),
         "state_file": "%s/%s.json" % (state_dir, instance),
@@ -70,12 +70,12 @@ def paths(instance: str, log_dir: str, state_dir: str) -> Dict[str, str]:
     }
 
 
-def _flag(name: str, value: Any) -> List[str]:
+def _flag(name: str, value: Any) -> list[str]:
     """--NAME VALUE, or nothing when VALUE is None (null leaves SGLang's default)."""
     return [] if value is None else [name, str(value)]
 
 
-def server_argv(p: Dict[str, Any], entry: str, secret_config: str) -> List[str]:
+def server_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
     argv = [entry, "serve",
             "--model-path", p["model_path"],
             "--tp-size", str(p["tp_size"]),
@@ -93,14 +93,14 @@ def server_argv(p: Dict[str, Any], entry: str, secret_config: str) -> List[str]:
     return argv + [str(a) for a in p.get("speculative_args") or []] + [str(a) for a in p.get("extra_args") or []]
 
 
-def server_env(env: Optional[Dict[str, Any]], gpus: Optional[List[Any]]) -> Dict[str, Any]:
+def server_env(env: dict[str, Any] | None, gpus: list[Any] | None) -> dict[str, Any]:
     out = dict(env or {})
     if gpus:
         out["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     return out
 
 
-def fingerprint(launch_argv: List[str], env: Dict[str, Any], supervisor: str, api_key: str) -> str:
+def fingerprint(launch_argv: list[str], env: dict[str, Any], supervisor: str, api_key: str) -> str:
     """A digest of the effective configuration; only the key's digest enters it.
 
     The same JSON (key order, separators) as the role's former
@@ -115,7 +115,7 @@ def base_url(host: str, port: Any) -> str:
     return "http://%s:%s" % ("[%s]" % host if ":" in host else host, port)
 
 
-def compose(p: Dict[str, Any]) -> Dict[str, Any]:
+def compose(p: dict[str, Any]) -> dict[str, Any]:
     """Everything the launch needs, from the role's variables; no I/O."""
     supervisor = choose_supervisor(p.get("supervisor") or "", p.get("service_mgr"))
     entry = entry_point(p["python"], p.get("entry_point") or "")
@@ -128,7 +128,7 @@ def compose(p: Dict[str, Any]) -> Dict[str, Any]:
             "fingerprint": fingerprint(launch, env, supervisor, p.get("api_key") or "")}
 
 
-def unit_state(instance: str, fingerprint_file: str, run: Runner, systemctl: Optional[str]) -> Dict[str, Any]:
+def unit_state(instance: str, fingerprint_file: str, run: Runner, systemctl: str | None) -> dict[str, Any]:
     """The unit's state through `systemctl show`; inactive when systemctl is missing or fails."""
     values = {}
     if systemctl:
@@ -145,17 +145,17 @@ def unit_state(instance: str, fingerprint_file: str, run: Runner, systemctl: Opt
             "fingerprint": recorded}
 
 
-def process_state(state_file: str) -> Dict[str, Any]:
+def process_state(state_file: str) -> dict[str, Any]:
     now = _supervisor.status(state_file)
     return {"running": now["running"], "pid": now.get("pid"), "fingerprint": now.get("fingerprint") or ""}
 
 
-def health(url: str, timeout: float = HEALTH_TIMEOUT) -> Optional[int]:
+def health(url: str, timeout: float = HEALTH_TIMEOUT) -> int | None:
     """HTTP status of GET URL/health (no key: /health needs none), None without an answer."""
     return HttpClient(url, user_agent="gpufleet.serving.server_plan").get("/health", timeout).status
 
 
-def decide(state: str, running: bool, recorded: str, wanted: str, health_status: Optional[int]) -> str:
+def decide(state: str, running: bool, recorded: str, wanted: str, health_status: int | None) -> str:
     """keep (started, running, same configuration, healthy), relaunch, or stop."""
     if state == "stopped":
         return "stop"
@@ -164,7 +164,7 @@ def decide(state: str, running: bool, recorded: str, wanted: str, health_status:
     return "relaunch"
 
 
-def installed_version(python: str, run: Runner) -> Tuple[str, Optional[str]]:
+def installed_version(python: str, run: Runner) -> tuple[str, str | None]:
     """(version or 'unknown', the last line of what went wrong or None)."""
     try:
         rc, out, err = run([python, "-c", VERSION_PROBE])
@@ -180,7 +180,7 @@ def installed_version(python: str, run: Runner) -> Tuple[str, Optional[str]]:
 DIR_MODES = (("log_dir", 0o750), ("state_dir", 0o700))
 
 
-def dirs_ready(p: Dict[str, Any]) -> bool:
+def dirs_ready(p: dict[str, Any]) -> bool:
     """Whether the log and state directories exist with the role's modes (its file tasks would change nothing)."""
     for name, mode in DIR_MODES:
         try:
@@ -192,8 +192,8 @@ def dirs_ready(p: Dict[str, Any]) -> bool:
     return True
 
 
-def plan(p: Dict[str, Any], run: Runner, systemctl: Optional[str] = None,
-         check_health: Callable[[str], Optional[int]] = health) -> Dict[str, Any]:
+def plan(p: dict[str, Any], run: Runner, systemctl: str | None = None,
+         check_health: Callable[[str], int | None] = health) -> dict[str, Any]:
     """compose + what runs + health + decision + (before a launch) the entry point, version and directories."""
     out = compose(p)
     where = out["paths"]
