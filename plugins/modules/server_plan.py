@@ -277,8 +277,8 @@ version_error:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import fail_from, require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
 
 
@@ -324,11 +324,10 @@ def main():
     def run(argv):
         return module.run_command(argv, handle_exceptions=False)
 
-    try:
-        result = _plan.plan(p, run, systemctl=module.get_bin_path("systemctl"))
-    except GpuFleetError as exc:
-        fail_from(module, exc)
-    module.exit_json(changed=False, **result)
+    def work():
+        return dict(_plan.plan(p, run, systemctl=module.get_bin_path("systemctl")), changed=False)
+
+    run_module(module, work)
 
 
 if __name__ == "__main__":

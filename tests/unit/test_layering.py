@@ -181,3 +181,58 @@ def unannotated(path):
 def test_module_utils_public_functions_have_type_hints():
     found = [line for path in sorted((PLUGINS / "module_utils").rglob("*.py")) for line in unannotated(path)]
     assert not found, "\n".join(found)
+
+
+def _defined(path):
+    """Top-level names a collection file defines or imports (what `from it import X` can take)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Try):  # `try: import psutil / except ImportError: ...`
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    names.update((a.asname or a.name).split(".")[0] for a in sub.names)
+                elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+    return names
+
+
+def unresolved(plugins=PLUGINS):
+    """`from <collection module> import NAME` where that module does not define NAME: a
+    module that would fail at import on the host (no unit test imports plugins/modules)."""
+    out = []
+    for path, unused in sources(plugins):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PREFIX)):
+                continue
+            base = plugins.joinpath(*node.module[len(PREFIX):].split("."))
+            for alias in node.names:
+                if base.joinpath(alias.name + ".py").is_file() or base.joinpath(alias.name).is_dir():
+                    continue  # a submodule
+                source = base.with_suffix(".py")
+                if not source.is_file() or alias.name not in _defined(source):
+                    out.append("%s:%d %s has no %s" % (path.relative_to(plugins.parent), node.lineno, node.module, alias.name))
+    return out
+
+
+def test_every_imported_name_exists():
+    found = unresolved()
+    assert not found, "\n".join(found)
+
+
+def test_the_name_checker_sees_a_missing_name(tmp_path):
+    fake = tmp_path / "plugins"
+    (fake / "module_utils").mkdir(parents=True)
+    (fake / "module_utils" / "_errors.py").write_text("class GpuFleetError(Exception):\n    pass\n")
+    (fake / "modules").mkdir()
+    (fake / "modules" / "m.py").write_text(
+        "from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, fail_from\n")
+    assert unresolved(fake) == ["plugins/modules/m.py:1 %smodule_utils._errors has no fail_from" % PREFIX]

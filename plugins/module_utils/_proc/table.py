@@ -34,6 +34,7 @@ def require_psutil(module: Any) -> None:
         module.fail_json(msg=missing_required_lib("psutil", url="https://pypi.org/project/psutil/")
                          + " (python -m pip install psutil)", exception=str(PSUTIL_IMPORT_ERROR))
 
+
 # include/linux/sched.h: "I am a kernel thread". PPID 2 is no proof: in a PID
 # namespace PID 2 is an ordinary process (the launcher under tini).
 PF_KTHREAD = 0x00200000

@@ -70,8 +70,9 @@ def test_key_goes_to_config_file_and_redactor_never_on_argv():
     assert composed["fingerprint"] != pl.compose(params(api_key="gf-OTHER"))["fingerprint"]
 
 
-@pytest.mark.parametrize("requested,mgr,expected", [("", "systemd", "systemd"), ("", "tini", "process"),
-                                                     ("process", "systemd", "process"), ("systemd", "", "systemd")])
+@pytest.mark.parametrize("requested,mgr,expected", [
+    ("", "systemd", "systemd"), ("", "tini", "process"), ("process", "systemd", "process"), ("systemd", "", "systemd"),
+])
 def test_supervisor_choice(requested, mgr, expected):
     assert pl.choose_supervisor(requested, mgr) == expected
 
