@@ -1,12 +1,10 @@
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _harness import OwnProcesses, fakegpu  # noqa: E402
-import _pidns  # noqa: E402
+from simlib import fakegpu
+from tests.support import pidns
+from tests.support.processes import OwnProcesses
 
 
 @pytest.fixture
@@ -29,8 +27,8 @@ def procs():
 @pytest.fixture
 def ns():
     """A private PID namespace: pattern kills in it reach nothing outside."""
-    if not _pidns.available():
+    if not pidns.available():
         pytest.skip("needs root, unshare, nsenter and tini (apt-get install tini)")
-    space = _pidns.PidNamespace()
+    space = pidns.PidNamespace()
     yield space
     space.stop()

@@ -15,12 +15,12 @@ import textwrap
 
 import pytest
 
-HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))
+# `server` is the fixture this file shares with test_llm_benchmark (both in tests/integration,
+# which pytest puts on sys.path for its test modules).
+from test_llm_benchmark import PY, server  # noqa: F401  pylint: disable=unused-import
+from tests.support import paths
 
-# `server` is the fixture this file shares with test_llm_benchmark.
-from test_llm_benchmark import PY, server  # noqa: E402,F401  pylint: disable=unused-import
+REPO = pathlib.Path(paths.REPO)
 
 PLAYBOOK = """
 - name: Benchmark baseline and candidate on every host

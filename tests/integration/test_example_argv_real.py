@@ -12,15 +12,13 @@ fails here with SGLang's own message.
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 import yaml
 
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env
-
-sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
-import realsglang  # noqa: E402  pylint: disable=wrong-import-position
+import realsglang
+from tests.support.ansible import ansible_env
+from tests.support.paths import PYTHON, REPO, VENV_BIN
 
 INVENTORY = os.path.join(REPO, "inventories", "example-blackwell")
 LAUNCH_TASKS = os.path.join(REPO, "roles", "sglang_server", "tasks", "launch.yml")

@@ -20,24 +20,21 @@ import urllib.request
 
 import pytest
 
-HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "build" / "collections"))
-sys.path.insert(0, str(HERE))
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from tests.support import paths
+from tests.support.servers.bench_server import expected_tok_s
 
-from _bench_server import expected_tok_s  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
-
-SERVER = str(HERE / "_bench_server.py")
-PY = str(REPO / ".venv" / "bin" / "python")
-SIM_PY = REPO / "tests" / "sim" / "bin" / "sglang-python"
-SIM_MODEL = REPO / "tests" / "sim" / "models" / "kimi-k2.5-int4"
-SIM_DRAFT = REPO / "tests" / "sim" / "models" / "aq-medai-kimi-k2-eagle3"
+REPO = pathlib.Path(paths.REPO)
+SERVER = os.path.join(paths.SERVERS, "bench_server.py")
+PY = paths.PYTHON
+SIM_PY = pathlib.Path(paths.SIM_PYTHON)
+SIM_MODEL = pathlib.Path(paths.SIM_MODELS) / "kimi-k2.5-int4"
+SIM_DRAFT = pathlib.Path(paths.SIM_MODELS) / "aq-medai-kimi-k2-eagle3"
 
 
 class BenchServer(object):
-    """_bench_server.py in a child process; READY <port> on its stdout."""
+    """tests/support/servers/bench_server.py in a child process; READY <port> on its stdout."""
 
     def __init__(self, *args):
         self.proc = subprocess.Popen([sys.executable, SERVER, "--port", "0"] + list(args),

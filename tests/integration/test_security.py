@@ -18,7 +18,9 @@ from pathlib import Path
 import yaml
 
 from _fleet_fixtures import Fleet, ansible_env as fleet_env, fleet_proc, needs_fleet, wait_for as fleet_wait
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env, run_module, fakegpu
+from simlib import fakegpu
+from tests.support.ansible import ansible_env, run_module
+from tests.support.paths import PYTHON, REPO, SIM, VENV_BIN
 
 ROLE = os.path.join(REPO, "roles", "sglang_server")
 PLAYBOOKS = Path(REPO) / "playbooks"
@@ -327,7 +329,7 @@ signal.pause()
 
 
 def start_nobody_holder(ns, root, env, gpu, mib):
-    code = HOLD_AS_NOBODY.format(sim=os.path.join(REPO, "tests", "sim"), uid=NOBODY)
+    code = HOLD_AS_NOBODY.format(sim=SIM, uid=NOBODY)  # a program: its own sys.path
     proc = ns.popen([PYTHON, "-c", code, root, str(gpu), str(mib)], env=env,
                     stdout=subprocess.PIPE, text=True)
     return int(proc.stdout.readline())

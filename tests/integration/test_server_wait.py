@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """server_wait, the real module through `ansible localhost`, against real server processes on 127.0.0.1.
 
-The fake server (wait_test_server.py) can stop before turning ready or crashing
+The fake server (tests/support/servers/wait_server.py) can stop before turning ready or crashing
 until the test creates its hold file; the test does that once the module's
 progress file shows it is watching, so every latency below is measured, not slept.
 """
@@ -16,12 +16,11 @@ import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from _wait_fixtures import (  # noqa: E402
-    SIM_MODEL, SIM_PYTHON, FakeServer, ModuleRun, Procs, free_port, median, poll_until, progress_has,
+from _wait_fixtures import (
+    SIM_MODEL, SIM_PYTHON, FakeServer, ModuleRun, free_port, median, poll_until, progress_has,
     progress_time,
 )
+from tests.support.processes import OwnProcesses
 
 NOTICE_S = 0.5  # the module must notice readiness (or a death) within this
 OVERHEAD_S = 3.0  # ansible's own start-up/teardown around the module on this 2-core machine
@@ -29,14 +28,14 @@ OVERHEAD_S = 3.0  # ansible's own start-up/teardown around the module on this 2-
 
 @pytest.fixture
 def procs():
-    started = Procs()
+    started = OwnProcesses()
     yield started
-    started.stop()
+    started.stop_all(grace=5)
 
 
 def start_wait(procs, server, tmp_path, check=False, **args):
     """Start the module on `server`; return once its progress file shows it is watching."""
-    progress = tmp_path / ("progress-%d" % len(procs.procs))
+    progress = tmp_path / ("progress-%d" % len(procs.popens))
     params = {"url": server.url, "pid": server.pid, "log_path": str(server.log), "progress_file": str(progress),
               "timeout": 60}
     params.update(args)
@@ -239,7 +238,7 @@ def test_simulated_sglang(procs, tmp_path, fail_warmup):
     if fail_warmup:
         argv.append("--sim-fail-warmup")
     with open(log, "ab") as out:
-        server = procs.start(argv, stdout=out, stderr=out, stdin=open("/dev/null"))
+        server = procs.popen(argv, stdout=out, stderr=out, stdin=open("/dev/null"))
     progress = tmp_path / "progress"
     run = ModuleRun(procs, {"url": "http://127.0.0.1:%d" % port, "pid": server.pid, "log_path": str(log),
                             "generate_check": True, "progress_file": str(progress), "timeout": 120})

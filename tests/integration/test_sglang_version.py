@@ -13,7 +13,8 @@ import subprocess
 import pytest
 import yaml
 
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env
+from tests.support.ansible import ansible_env
+from tests.support.paths import PYTHON, REPO, VENV_BIN
 
 TESTED = yaml.safe_load(open(os.path.join(REPO, "roles", "sglang_server", "vars", "main.yml")))[
     "sglang_server_tested_version"]

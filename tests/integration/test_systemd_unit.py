@@ -15,7 +15,8 @@ import subprocess
 
 import pytest
 
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env
+from tests.support.ansible import ansible_env
+from tests.support.paths import PYTHON, REPO, VENV_BIN
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 TEMPLATE = os.path.join(REPO, "roles", "sglang_server", "templates", "sglang.service.j2")

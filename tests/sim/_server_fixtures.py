@@ -7,13 +7,13 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
 
 import psutil
-from _polling import poll  # noqa: E402
+from tests.support.net import free_port
+from tests.support.polling import poll
 
 SIM = os.path.dirname(os.path.abspath(__file__))
 SGLANG_PYTHON = os.path.join(SIM, "bin", "sglang-python")
@@ -25,12 +25,6 @@ MISMATCHED = os.path.join(MODELS, "mismatched-eagle3")
 HOST = "127.0.0.1"
 FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.2", "--sim-kv-seconds", "0.05",
         "--sim-graph-seconds", "0.2", "--sim-warmup-seconds", "0.1"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def wait_for(cond, timeout, what, step=0.02):

@@ -8,11 +8,8 @@ from __future__ import annotations
 import builtins
 import json
 import pathlib
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd  # noqa: E402

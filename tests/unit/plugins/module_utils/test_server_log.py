@@ -5,13 +5,7 @@
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
-
-# Outside ansible-test, reach the collection through the checkout's build/collections link.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import log as log  # noqa: E402
 

@@ -5,14 +5,11 @@
 
 from __future__ import annotations
 
-import pathlib
 import subprocess
 import sys
 import time
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import watch as watch  # noqa: E402
 
