@@ -18,7 +18,7 @@ from tests.support.polling import poll
 REPO = pathlib.Path(paths.REPO)
 PY = pathlib.Path(paths.PYTHON)
 ANSIBLE = pathlib.Path(paths.VENV_BIN) / "ansible"
-SERVER = pathlib.Path(paths.SERVERS) / "wait_server.py"
+SERVER = pathlib.Path(paths.SERVERS) / "standin.py"  # with --log: a start-up first
 SIM_PYTHON = pathlib.Path(paths.SIM_PYTHON)
 SIM_MODEL = pathlib.Path(paths.SIM_MODELS) / "kimi-k2.5-int4"
 _RESULT = re.compile(r"^localhost \| (SUCCESS|FAILED!|CHANGED) => ", re.MULTILINE)
@@ -30,7 +30,7 @@ def poll_until(condition, deadline_s, what, interval=0.01):
 
 
 class FakeServer(object):
-    """One tests/support/servers/wait_server.py process and its files under a test's tmp dir."""
+    """One tests/support/servers/standin.py process (a start-up: --log) and its files under a test's tmp dir."""
 
     def __init__(self, procs, tmp, name="srv", **opts):
         self.dir = pathlib.Path(tmp) / name

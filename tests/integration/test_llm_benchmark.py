@@ -23,10 +23,10 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 from tests.support import paths
-from tests.support.servers.bench_server import expected_tok_s
+from tests.support.servers.standin import expected_tok_s
 
 REPO = pathlib.Path(paths.REPO)
-SERVER = os.path.join(paths.SERVERS, "bench_server.py")
+SERVER = os.path.join(paths.SERVERS, "standin.py")
 PY = paths.PYTHON
 SIM_PY = pathlib.Path(paths.SIM_PYTHON)
 SIM_MODEL = pathlib.Path(paths.SIM_MODELS) / "kimi-k2.5-int4"
@@ -34,7 +34,7 @@ SIM_DRAFT = pathlib.Path(paths.SIM_MODELS) / "aq-medai-kimi-k2-eagle3"
 
 
 class BenchServer(object):
-    """tests/support/servers/bench_server.py in a child process; READY <port> on its stdout."""
+    """tests/support/servers/standin.py in a child process; READY <port> on its stdout."""
 
     def __init__(self, *args):
         self.proc = subprocess.Popen([sys.executable, SERVER, "--port", "0"] + list(args),

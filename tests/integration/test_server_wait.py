@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """server_wait, the real module through `ansible localhost`, against real server processes on 127.0.0.1.
 
-The fake server (tests/support/servers/wait_server.py) can stop before turning ready or crashing
+The fake server (tests/support/servers/standin.py --log) can stop before turning ready or crashing
 until the test creates its hold file; the test does that once the module's
 progress file shows it is watching, so every latency below is measured, not slept.
 """

@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -17,18 +16,18 @@ import psutil
 import pytest
 import yaml
 
-SIM = Path(__file__).resolve().parent
-REPO = SIM.parent.parent
-SIMCTL = SIM / "simctl"
-PY = REPO / ".venv" / "bin" / "python"
-ANSIBLE = REPO / ".venv" / "bin" / "ansible"
+from simlib import fleet_cli
+from tests.support import paths
+from tests.support.polling import holds_within
+
+SIM = Path(paths.SIM)
+REPO = Path(paths.REPO)
+SIMCTL = Path(paths.SIMCTL)
+PY = Path(paths.PYTHON)
+ANSIBLE = Path(paths.VENV_BIN) / "ansible"
 # Not the default 22: a colleague's fleet may be up on 127.0.0.2:22 meanwhile.
 PORT = 2222
 ENV_PROBE = ("SGLANG_SIM_PROBE", "probe value 1")
-
-sys.path.insert(0, str(SIM))
-from simlib import fleet_cli  # noqa: E402
-from _polling import holds_within  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("tini") and os.path.exists("/usr/sbin/sshd")),

@@ -26,19 +26,21 @@ class OwnProcesses:
         self.popens = []
         self.pidfds = []
 
-    def add(self, pid):
-        """Pin a process the test started indirectly (a detached holder, a grandchild)."""
+    def add(self, pid, popen=None):
+        """Pin a process the test started indirectly (a detached holder, a grandchild);
+        `popen`: the Popen of a child started elsewhere, to be reaped as well."""
         try:
             self.pidfds.append(os.pidfd_open(int(pid)))
         except ProcessLookupError:
             pass  # already gone: nothing to clean up
+        if popen is not None:
+            self.popens.append(popen)
         return int(pid)
 
     def popen(self, argv, **kwargs):
         """subprocess.Popen(argv, **kwargs), owned by the test."""
         proc = subprocess.Popen(argv, **kwargs)
-        self.popens.append(proc)
-        self.add(proc.pid)
+        self.add(proc.pid, proc)
         return proc
 
     def python(self, code, *args, env=None, stdout=subprocess.PIPE):

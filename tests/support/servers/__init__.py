@@ -1,7 +1,7 @@
-"""Stand-in HTTP servers, loopback only, each run as a program by the tests that need it.
+"""The stand-in HTTP server (standin.py), loopback only, run as a program by the tests that need it.
 
-  bench_server.py  OpenAI-compatible streaming server with a known rate (llm_benchmark, bench/)
-  wait_server.py   an SGLang/vLLM start-up (log phases, 503 then 200, crashes) for server_wait
-
-tests/sim's simulated SGLang is the engine simulator, not one of these.
+One configurable OpenAI-compatible server: serving at once with a known token rate
+(llm_benchmark, benchmark_report, bench/client_*.py), or after a simulated SGLang/vLLM
+start-up (--log: log phases, 503 then 200, crashes) for server_wait's tests.
+tests/sim's simulated SGLang is the engine simulator, not this.
 """
