@@ -12,7 +12,6 @@ import re
 import subprocess
 import time
 from tests.support import paths
-from tests.support.net import free_port
 from tests.support.polling import poll
 
 REPO = pathlib.Path(paths.REPO)
@@ -140,5 +139,5 @@ def median(values):
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
 
 
-__all__ = ["FakeServer", "ModuleRun", "free_port", "median", "poll_until", "progress_has",
+__all__ = ["FakeServer", "ModuleRun", "median", "poll_until", "progress_has",
            "progress_time"]

@@ -5,6 +5,7 @@ import pytest
 from simlib import fakegpu
 from tests.support import pidns
 from tests.support.processes import OwnProcesses
+from tests.support.servers.launch import StandIn
 
 
 @pytest.fixture
@@ -32,3 +33,18 @@ def ns():
     space = pidns.PidNamespace()
     yield space
     space.stop()
+
+
+@pytest.fixture
+def server():
+    """start(*options): tests/support/servers/standin.py serving at once; all stopped at the end."""
+    started = []
+
+    def start(*args):
+        s = StandIn(*args)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()

@@ -10,16 +10,13 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 import textwrap
 
 import pytest
 
-# `server` is the fixture this file shares with test_llm_benchmark (both in tests/integration,
-# which pytest puts on sys.path for its test modules).
-from test_llm_benchmark import PY, server  # noqa: F401  pylint: disable=unused-import
 from tests.support import paths
 
+PY = paths.PYTHON
 REPO = pathlib.Path(paths.REPO)
 
 PLAYBOOK = """

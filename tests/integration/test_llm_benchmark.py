@@ -10,11 +10,9 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import selectors
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 
@@ -26,58 +24,10 @@ from tests.support import paths
 from tests.support.servers.standin import expected_tok_s
 
 REPO = pathlib.Path(paths.REPO)
-SERVER = os.path.join(paths.SERVERS, "standin.py")
 PY = paths.PYTHON
 SIM_PY = pathlib.Path(paths.SIM_PYTHON)
 SIM_MODEL = pathlib.Path(paths.SIM_MODELS) / "kimi-k2.5-int4"
 SIM_DRAFT = pathlib.Path(paths.SIM_MODELS) / "aq-medai-kimi-k2-eagle3"
-
-
-class BenchServer(object):
-    """tests/support/servers/standin.py in a child process; READY <port> on its stdout."""
-
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, SERVER, "--port", "0"] + list(args),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        ready = sel.select(timeout=10)
-        sel.close()
-        line = self.proc.stdout.readline().decode() if ready else ""
-        if not line.startswith("READY "):
-            self.stop()
-            raise AssertionError("test server did not start: %r %r" % (line, self.proc.stderr.read()))
-        self.port = int(line.split()[1])
-        self.url = "http://127.0.0.1:%d" % self.port
-
-    def stats(self, reset=False):
-        with urllib.request.urlopen(self.url + "/stats" + ("?reset=1" if reset else ""), timeout=5) as r:
-            return json.loads(r.read())
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-
-
-@pytest.fixture
-def server():
-    started = []
-
-    def start(*args):
-        s = BenchServer(*args)
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        s.stop()
 
 
 def params(url, **kw):

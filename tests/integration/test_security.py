@@ -19,8 +19,8 @@ import yaml
 
 from _fleet_fixtures import Fleet, ansible_env as fleet_env, fleet_proc, needs_fleet, wait_for as fleet_wait
 from simlib import fakegpu
-from tests.support.ansible import ansible_env, run_module
-from tests.support.paths import PYTHON, REPO, SIM, VENV_BIN
+from tests.support.ansible import run_module, run_playbook
+from tests.support.paths import PYTHON, REPO, SIM
 
 ROLE = os.path.join(REPO, "roles", "sglang_server")
 PLAYBOOKS = Path(REPO) / "playbooks"
@@ -238,10 +238,7 @@ def render_role(tmp_path, **role_vars):
     extra = {"out_dir": str(out_dir), "sglang_server_supervisor": "systemd",
              "sglang_server_model_path": "/models/kimi-k2.5-int4"}
     extra.update(role_vars)
-    proc = subprocess.run(
-        [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", "-vv",
-         "-e", json.dumps(extra), str(playbook)],
-        cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
+    proc = run_playbook(playbook, extra, flags=["-vv"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     composed = json.loads((out_dir / "composed.json").read_text())
     return composed, (out_dir / "sglang.service").read_text(), (out_dir / "sglang.env").read_text(), \

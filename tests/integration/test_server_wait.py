@@ -10,16 +10,15 @@ progress file shows it is watching, so every latency below is measured, not slep
 
 from __future__ import annotations
 
-import pathlib
 import socket
-import sys
 
 import pytest
 
 from _wait_fixtures import (
-    SIM_MODEL, SIM_PYTHON, FakeServer, ModuleRun, free_port, median, poll_until, progress_has,
+    SIM_MODEL, SIM_PYTHON, FakeServer, ModuleRun, median, poll_until, progress_has,
     progress_time,
 )
+from tests.support.net import free_port
 from tests.support.processes import OwnProcesses
 
 NOTICE_S = 0.5  # the module must notice readiness (or a death) within this

@@ -47,3 +47,17 @@ def run_module(module, args, env=None, check=False, timeout=180, ns=None):
         return result
     finally:
         shutil.rmtree(tree, ignore_errors=True)
+
+
+def run_playbook(playbook, extra_vars=None, inventory="localhost,", connection="local", flags=(), timeout=120):
+    """`ansible-playbook PLAYBOOK` (on localhost over the local connection unless told otherwise),
+    extra vars as JSON; returns the CompletedProcess (text), whatever its return code."""
+    argv = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", inventory]
+    if connection:
+        argv += ["-c", connection]
+    argv += list(flags)
+    if extra_vars is not None:
+        argv += ["-e", json.dumps(extra_vars)]
+    argv.append(str(playbook))
+    return subprocess.run(argv, cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=timeout,
+                          check=False)
