@@ -23,11 +23,6 @@ SIM_MODEL = pathlib.Path(paths.SIM_MODELS) / "kimi-k2.5-int4"
 _RESULT = re.compile(r"^localhost \| (SUCCESS|FAILED!|CHANGED) => ", re.MULTILINE)
 
 
-def poll_until(condition, deadline_s, what, interval=0.01):
-    """Poll `condition` until it returns something true; fail with `what` at the deadline."""
-    return poll(condition, deadline_s, interval, what)
-
-
 class FakeServer(object):
     """One tests/support/servers/standin.py process (a start-up: --log) and its files under a test's tmp dir."""
 
@@ -60,8 +55,8 @@ class FakeServer(object):
         return "http://127.0.0.1:%d" % self.port
 
     def wait_port(self):
-        text = poll_until(lambda: self.port_file.exists() and self.port_file.read_text().strip(), 10,
-                          "the fake server's port file")
+        text = poll(lambda: self.port_file.exists() and self.port_file.read_text().strip(), 10, 0.01,
+                    "the fake server's port file")
         self.port = int(text)
         return self.port
 
@@ -139,5 +134,5 @@ def median(values):
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
 
 
-__all__ = ["FakeServer", "ModuleRun", "median", "poll_until", "progress_has",
+__all__ = ["FakeServer", "ModuleRun", "median", "progress_has",
            "progress_time"]

@@ -15,10 +15,10 @@ import socket
 import pytest
 
 from _wait_fixtures import (
-    SIM_MODEL, SIM_PYTHON, FakeServer, ModuleRun, median, poll_until, progress_has,
-    progress_time,
+    SIM_MODEL, SIM_PYTHON, FakeServer, ModuleRun, median, progress_has, progress_time,
 )
 from tests.support.net import free_port
+from tests.support.polling import poll
 from tests.support.processes import OwnProcesses
 
 NOTICE_S = 0.5  # the module must notice readiness (or a death) within this
@@ -41,8 +41,8 @@ def start_wait(procs, server, tmp_path, check=False, **args):
     params = dict((k, v) for k, v in params.items() if v is not None)  # a null still counts as "given"
     run = ModuleRun(procs, params, check=check)
     run.progress = progress
-    poll_until(lambda: progress_has(progress, "waiting for") or run.proc.poll() is not None, 30,
-               "the module to start")
+    poll(lambda: progress_has(progress, "waiting for") or run.proc.poll() is not None, 30, 0.01,
+         "the module to start")
     return run
 
 
@@ -53,8 +53,8 @@ def test_ready_detection_latency(procs, tmp_path):
         server.wait_port()
         run = start_wait(procs, server, tmp_path)
         # The module is polling a server that answers 503 (warm-up): now let it turn ready.
-        poll_until(lambda: any(e.get("path") == "/health" and e["status"] == 503 for e in server.read_events()),
-                   10, "a 503 health answer")
+        poll(lambda: any(e.get("path") == "/health" and e["status"] == 503 for e in server.read_events()),
+             10, 0.01, "a 503 health answer")
         server.release()
         rc, result = run.finish()
         assert rc == 0, run.stdout
@@ -180,8 +180,8 @@ def test_address_in_use_while_health_hangs(procs, tmp_path):
 def test_timeout_reports_phase(procs, tmp_path):
     server = FakeServer(procs, tmp_path, step=0.05, warmup=0.05)  # never released: stuck in warm-up
     server.wait_port()
-    poll_until(lambda: "server_args=" in server.log.read_text() and "model_info" in server.log.read_text(), 10,
-               "the server to reach warm-up")
+    poll(lambda: "server_args=" in server.log.read_text() and "model_info" in server.log.read_text(), 10, 0.01,
+         "the server to reach warm-up")
     run = start_wait(procs, server, tmp_path, timeout=1.5)
     rc, result = run.finish()
     assert rc != 0
@@ -213,7 +213,7 @@ def test_pid_and_pidfile_are_exclusive(procs, tmp_path):
 def test_check_mode_reports_without_waiting(procs, tmp_path):
     server = FakeServer(procs, tmp_path, step=0.05, warmup=0.05)
     server.wait_port()
-    poll_until(lambda: "model_info" in server.log.read_text(), 10, "the server to reach warm-up")
+    poll(lambda: "model_info" in server.log.read_text(), 10, 0.01, "the server to reach warm-up")
     run = start_wait(procs, server, tmp_path, check=True, timeout=600)
     rc, result = run.finish()
     assert rc == 0
@@ -221,7 +221,7 @@ def test_check_mode_reports_without_waiting(procs, tmp_path):
     assert result["phase"] == "warmup"
     assert result["elapsed"] < 1.0  # one probe, not a 600 s wait
     server.release()
-    poll_until(lambda: server.event("ready"), 10, "the server to turn ready")
+    poll(lambda: server.event("ready"), 10, 0.01, "the server to turn ready")
     run = start_wait(procs, server, tmp_path, check=True)
     rc, result = run.finish()
     assert rc == 0 and result["ready"] is True and result["changed"] is False

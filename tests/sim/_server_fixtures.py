@@ -27,11 +27,6 @@ FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.2", "--sim-kv-sec
         "--sim-graph-seconds", "0.2", "--sim-warmup-seconds", "0.1"]
 
 
-def wait_for(cond, timeout, what, step=0.02):
-    """Poll cond() until it returns a true value; fail with WHAT after TIMEOUT seconds."""
-    return poll(cond, timeout, step, what)
-
-
 class Server:
     """One simulated server process, started with the real launch command line."""
 
@@ -55,7 +50,7 @@ class Server:
             return f.read()
 
     def wait_log(self, text, timeout=30):
-        return wait_for(lambda: text in self.log() or self._died(text), timeout, repr(text))
+        return poll(lambda: text in self.log() or self._died(text), timeout, what=repr(text))
 
     def _died(self, text):
         if self.proc.poll() is not None and text not in self.log():
@@ -68,7 +63,7 @@ class Server:
         return self
 
     def wait_exit(self, timeout=20):
-        return wait_for(lambda: self.proc.poll() is not None, timeout, "server exit") and self.proc.returncode
+        return poll(lambda: self.proc.poll() is not None, timeout, what="server exit") and self.proc.returncode
 
     def group(self):
         """Live processes of this server's process group (its whole tree, orphans included)."""
@@ -109,7 +104,7 @@ class Server:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             pass
-        wait_for(lambda: not self.group(), 10, "the server's process group to be gone")
+        poll(lambda: not self.group(), 10, what="the server's process group to be gone")
 
 
 def sse_events(res):

@@ -12,6 +12,7 @@ import pytest
 
 from simlib import fakegpu
 from tests.support import procfs
+from tests.support.gpu import hold as simctl_hold
 from tests.support.paths import SIMCTL
 from tests.support.polling import poll
 from tests.support.processes import OwnProcesses
@@ -150,11 +151,7 @@ class Procs(OwnProcesses):
 
     def hold(self, root, gpus, mib, *extra):
         """`simctl gpu hold --detach`; returns the holder's PID."""
-        cp = subprocess.run([PY, SIMCTL, "gpu", "hold", root, "--gpu",
-                             ",".join(str(g) for g in gpus), "--mib", str(mib), "--detach"]
-                            + list(extra), capture_output=True, text=True, timeout=60, check=False)
-        assert cp.returncode == 0, cp.stderr
-        return self.add(int(cp.stdout.strip()))
+        return simctl_hold(root, list(gpus), mib, None, self, None, extra=extra)
 
     def hold_foreground(self, root, gpus, mib, *extra):
         """`simctl gpu hold` as our child; returns the Popen once memory is held."""

@@ -5,15 +5,18 @@
 
   paths      the checkout's folders and programs (repo root, build/collections, .venv, simctl)
              and which ansible-core the tests drive (GPUFLEET_ANSIBLE_BIN)
+  syspath    the import path, set once (tests/conftest.py, scripts/_bootstrap.py)
   polling    poll-with-a-deadline, the tests' only way to wait for a condition
   timing     timed(): a call and the seconds it took
   procfs     /proc/PID/stat readers (state, ppid, starttime), also through a PID namespace's /proc
   processes  OwnProcesses: what a test started, killed by pidfd at the end (never by name)
   pidns      PidNamespace: a private PID + mount namespace for tests that kill by pattern
-  ansible    run a module through `ansible localhost`, with the environment the tests use
+  ansible    run a module or a playbook through ansible, with the environment the tests use
   gpu        fake-GPU holders (simctl gpu hold) owned by a test
-  servers/   stand-in HTTP servers (OpenAI-compatible bench server, server_wait's start-up server)
-  scripts/   process trees the tests start as separate programs
+  net        loopback ports
+  servers/   standin.py, the one stand-in HTTP server (known-rate streaming, or a simulated
+             SGLang/vLLM start-up with --log), and launch.StandIn to run it from a test
+  scripts/   process trees and probes the tests start as separate programs
 
 tests/conftest.py puts the repository root, build/collections and tests/sim on sys.path
 once, so tests import `tests.support.*`, `ansible_collections.gpufleet.serving.*` and the

@@ -13,7 +13,6 @@
 tests/conftest.py calls install() for pytest; the programs in tests/support/scripts/
 call it through their _bootstrap.py (they run as `python script.py`).
 """
-import os
 import sys
 
 from tests.support.paths import COLLECTIONS, REPO, SIM
