@@ -56,10 +56,6 @@ def ssh(fleet_dir, address, command, port=PORT, check=True):
     return proc
 
 
-def wait_for(condition, timeout=10.0, interval=0.05):
-    return holds_within(condition, timeout, interval)
-
-
 def start_fleet(request, fleet_dir, hosts, port, *extra):
     request.addfinalizer(lambda: simctl("fleet", "down", fleet_dir))
     simctl("fleet", "up", fleet_dir, "--hosts", hosts, "--gpus", 2, "--port", port, *extra)
@@ -172,7 +168,7 @@ def test_each_host_has_its_own_process_table(fleet):
         assert sleeps[0].pid != ns_pid  # host PID and namespace PID differ
     finally:
         ssh(fleet_dir, h1, "kill %d" % ns_pid, check=False)
-    assert wait_for(lambda: duration not in ssh(fleet_dir, h1, "ps -eo args").stdout)
+    assert holds_within(lambda: duration not in ssh(fleet_dir, h1, "ps -eo args").stdout, 10.0, 0.05)
 
 
 def test_ansible_reaches_both_hosts(fleet):
@@ -233,7 +229,7 @@ def test_down_handles_a_host_that_died(request, tmp_path):
     def h2_dead():
         rows = json.loads(simctl("fleet", "status", fleet_dir, "--json", check=False).stdout)
         return rows[1]["alive"] is False and rows[0]["alive"] is True
-    assert wait_for(h2_dead)
+    assert holds_within(h2_dead, 10.0, 0.05)
     assert simctl("fleet", "status", fleet_dir, check=False).returncode == 1
     procs = fleet_processes_alive_hosts(fleet_dir)
     simctl("fleet", "down", fleet_dir)
