@@ -84,7 +84,7 @@ def test_report_from_a_playbook(server, tmp_path):
     """ % PY))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     report_dir = tmp_path / "report"
-    cmd = [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
+    cmd = [os.path.join(paths.VENV_BIN, "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
            str(tmp_path / "play.yml"), "-e", json.dumps({"baseline_url": base.url, "candidate_url": cand.url,
                                                          "report_dir": str(report_dir)})]
     out = subprocess.run(cmd, cwd=str(REPO), capture_output=True, text=True, timeout=150,
