@@ -12,7 +12,7 @@ VENV_NEWEST := .venv-newest
 VPY_NEWEST := $(VENV_NEWEST)/bin/python
 COLL_LINK := build/collections/ansible_collections/gpufleet/serving
 
-.PHONY: setup system-packages test demo bench clean
+.PHONY: setup system-packages test lint demo bench clean
 
 setup: system-packages $(VENV)/.installed $(VENV_NEWEST)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK) build/sglang-real/.installed
 
@@ -48,6 +48,10 @@ $(COLL_LINK):
 
 test: setup
 	bash tests/run_all.sh
+
+# The ruff stage of tests/run_all.sh alone (settings: ruff.toml).
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check plugins tests bench scripts
 
 # The main job on its embedded default: a simulated 2-host fleet, swap_to_eagle.yml, the report.
 demo: setup

@@ -51,7 +51,7 @@ SIM_MODEL = os.path.join(REPO, "tests", "sim", "models", "kimi-k2.5-int4")
 # each is stopped by the PID (or the session) this script started.
 
 
-class Started(object):
+class Started:
     def __init__(self, proc, url, model, describe, group=False):
         self.proc, self.url, self.model, self.describe, self.group = proc, url, model, describe, group
 
@@ -131,7 +131,7 @@ def variable():
     from ansible_collections.gpufleet.serving.plugins.module_utils._bench import load as _bench_load
     from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stats as _bench_stats
     from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
-    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Target
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint
     srv = start_bench_server("--rate", "60", "--ttft", "0.05", "--random-stop", "0.1", "--random-chunk", "4",
                              "--seed", "11")
     print("random lengths (stop uniform in [10%, 100%] of 128), 1-4 tokens a chunk at 60 tok/s a stream")
@@ -141,7 +141,7 @@ def variable():
         for c in VARIABLE_LEVELS:
             n, w = 2 * c if c > 1 else 8, c
             bodies = [request_body("completions", "test-model", 16, 128, 1000 * c + i, 0.0) for i in range(w + n)]
-            records = _bench_load.run_level(Target(srv.url), "/v1/completions", bodies, c, 120.0)
+            records = _bench_load.run_level(Endpoint(srv.url), "/v1/completions", bodies, c, 120.0)
             lv = _bench_stats.level_metrics(c, records[w:], w, 3, warmup=records[:w])
             t0, t1 = _bench_stats.window_bounds(records[w:])
             server = srv.get("/window?t0=%r&t1=%r" % (t0, t1))["tokens"] / (t1 - t0)

@@ -24,10 +24,11 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "build", "collections"))
 sys.path.insert(0, HERE)
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import client as bc  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Handler, Target  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level  # noqa: E402
 from client_accuracy import start_bench_server, start_sim  # noqa: E402
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import client as bc  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint, Handler  # noqa: E402
 
 
 class Drain(Handler):
@@ -72,7 +73,7 @@ def main():
     a = p.parse_args()
     srv = start_sim() if a.sim else start_bench_server("--rate", "0", "--ttft", "0")
     try:
-        target = Target(srv.url)
+        target = Endpoint(srv.url)
         print("server: %s" % srv.describe)
         print("%6s %16s %16s %16s %10s" % ("level", "client tok/cpu-s", "drain tok/cpu-s", "wall tok/s", "ratio"))
         for level in a.levels:

@@ -35,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)  # a program: tests.support, then what the tests see (tests/support/syspath.py)
 from tests.support import syspath  # noqa: E402  pylint: disable=wrong-import-position
+
 syspath.install()
 
 PATTERN = r"sglang::|sglang\.launch_server"
@@ -87,7 +88,7 @@ def old_noop(devices):
 
 
 def new_noop(devices):
-    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import Releaser, ReleaseOptions
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import ReleaseOptions, Releaser
     opts = ReleaseOptions(patterns=[PATTERN], gpus=None, sweep=True, protect=[], term_timeout=10.0,
                           timeout=60.0, max_used_mib=0.0, devices=devices, verify=True, force_broad=False,
                           sweep_users=[], nvml_timeout=20.0, v1_reserve_mib=1024.0)
@@ -135,6 +136,7 @@ def main():
     if args.inner:
         return inner(args)
     from simlib import fakegpu
+
     from tests.support import pidns
     from tests.support.paths import PYTHON
     if not pidns.available():

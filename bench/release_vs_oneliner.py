@@ -50,9 +50,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)  # a program: tests.support, then what the tests see (tests/support/syspath.py)
 from tests.support import syspath  # noqa: E402  pylint: disable=wrong-import-position
+
 syspath.install()
 
 from simlib import fakegpu  # noqa: E402
+
 from tests.support import pidns  # noqa: E402
 from tests.support.ansible import ansible_env, run_module  # noqa: E402
 from tests.support.paths import PYTHON, SCRIPTS, SIMCTL  # noqa: E402
@@ -326,7 +328,7 @@ def main(argv=None):
         med[name] = statistics.median(walls)
 
         def frac(key):
-            return "%d/%d" % (sum(1 for r in runs if r[key]), len(runs))
+            return "%d/%d" % (sum(1 for r in runs if r[key]), len(runs))  # noqa: B023 (called in this iteration)
         checked = sorted({r["own"]["checked"] for r in runs})
         print("%-26s %9.3f %9.3f  %-9s %-13s %-10s %s GPU(s), passed %d/%d"
               % (name, med[name], min(walls), frac("tree_gone"), frac("all_free"),

@@ -33,7 +33,7 @@ class ActionModule(ActionBase):
     _supports_async = False
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = super().run(tmp, task_vars)
         del tmp  # no remote temporary directory is used
         unused, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         try:
@@ -44,7 +44,7 @@ class ActionModule(ActionBase):
             )
         except GpuFleetError as exc:
             raise AnsibleActionFail(exc.msg)
-        except (OSError, IOError) as exc:
+        except OSError as exc:
             raise AnsibleActionFail("cannot write the report under %s: %s" % (args["dest_dir"], exc))
         result.update(out)
         return result

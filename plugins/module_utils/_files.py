@@ -9,7 +9,7 @@ import os
 import tempfile
 
 
-def write_atomic(path, data, mode=0o644):
+def write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
     """Write bytes or text to PATH through a temporary file in the same directory."""
     if isinstance(data, str):
         data = data.encode("utf-8")

@@ -2,11 +2,16 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Small HTTP client for readiness probes (standard library only).
+"""The one urllib client of the collection (standard library only).
 
-urllib honours http_proxy/https_proxy/no_proxy from the environment like
-Ansible's open_url does; every call has its own short timeout so a hung
-server never stalls the wait loop for long.
+Readiness probes (server_wait) and the benchmark's side reads (/v1/models,
+/metrics, /server_info) go through HttpClient: bearer token, TLS verification
+switch, a timeout per call, and never an exception for a server that does not
+answer (Response.status is None, Response.error says why). urllib honours
+http_proxy/https_proxy/no_proxy from the environment like Ansible's open_url.
+
+The load itself (_bench/stream.py) speaks HTTP/1.1 on asyncio sockets; it takes
+its headers from request_headers() and its TLS context from ssl_context().
 """
 
 from __future__ import annotations
@@ -17,41 +22,72 @@ import socket
 import ssl
 import urllib.error
 import urllib.request
+from typing import Any
+
+DEFAULT_MAX_BODY = 1 << 20
 
 
-class Response(object):
+def request_headers(api_key: str | None = None, user_agent: str = "gpufleet.serving",
+                    accept: str | None = None) -> dict:
+    """User-Agent, Accept (when given) and the bearer token (when given), in that order."""
+    headers = {"User-Agent": user_agent}
+    if accept:
+        headers["Accept"] = accept
+    if api_key:
+        headers["Authorization"] = "Bearer %s" % api_key
+    return headers
+
+
+def ssl_context(validate_certs: bool = True) -> ssl.SSLContext:
+    """The default TLS context, or one that checks neither certificate nor host name."""
+    context = ssl.create_default_context()
+    if not validate_certs:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+class Response:
     """status: HTTP status or None when no answer came (refused, timeout); error: why."""
 
-    def __init__(self, status=None, body=b"", error=None):
+    def __init__(self, status: int | None = None, body: bytes = b"", error: str | None = None) -> None:
         self.status = status
         self.body = body
         self.error = error
 
-    def json(self):
+    def json(self) -> Any:
         try:
             return json.loads(self.body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             return None
 
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
 
-class HttpClient(object):
-    def __init__(self, base_url, api_key=None, validate_certs=True, user_agent="gpufleet.serving.server_wait"):
+
+class HttpClient:
+    """GET and POST against one server; `timeout` is the default per call."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, validate_certs: bool = True,
+                 user_agent: str = "gpufleet.serving.server_wait", accept: str | None = "application/json",
+                 timeout: float = 10.0, max_body: int | None = DEFAULT_MAX_BODY) -> None:
         self.base_url = base_url.rstrip("/")
-        self.headers = {"User-Agent": user_agent, "Accept": "application/json"}
-        if api_key:
-            self.headers["Authorization"] = "Bearer %s" % api_key
+        self.headers = request_headers(api_key, user_agent, accept)
+        self.timeout = timeout
+        self.max_body = max_body
         handlers = []
         if self.base_url.startswith("https") and not validate_certs:
-            context = ssl.create_default_context()
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-            handlers.append(urllib.request.HTTPSHandler(context=context))
+            handlers.append(urllib.request.HTTPSHandler(context=ssl_context(validate_certs)))
         self.opener = urllib.request.build_opener(*handlers)
 
-    def url(self, path):
+    def url(self, path: str) -> str:
         return self.base_url + "/" + path.lstrip("/")
 
-    def request(self, path, timeout, payload=None, max_body=1 << 20):
+    def request(self, path: str, timeout: float | None = None, payload: Any = None,
+                max_body: int | None = -1) -> Response:
+        """One request; `max_body` -1 means the client's own limit, None reads all."""
+        limit = self.max_body if max_body == -1 else max_body
         data = None
         headers = dict(self.headers)
         if payload is not None:
@@ -60,12 +96,12 @@ class HttpClient(object):
         req = urllib.request.Request(self.url(path), data=data, headers=headers,
                                      method="POST" if data is not None else "GET")
         try:
-            with self.opener.open(req, timeout=timeout) as answer:
-                return Response(answer.status, answer.read(max_body))
+            with self.opener.open(req, timeout=self.timeout if timeout is None else timeout) as answer:
+                return Response(answer.status, answer.read(limit))
         except urllib.error.HTTPError as exc:
             body = b""
             try:
-                body = exc.read(max_body)
+                body = exc.read(limit)
             except (OSError, socket.timeout, http.client.HTTPException):
                 pass
             return Response(exc.code, body, "HTTP %d" % exc.code)
@@ -75,8 +111,13 @@ class HttpClient(object):
             # ConnectionResetError, RemoteDisconnected and read timeouts land here.
             return Response(error=str(exc) or exc.__class__.__name__)
 
-    def get(self, path, timeout):
+    def get(self, path: str, timeout: float | None = None) -> Response:
         return self.request(path, timeout)
 
-    def post_json(self, path, payload, timeout):
+    def get_json(self, path: str, timeout: float | None = None) -> Any:
+        """The JSON body of a 200 answer, else None."""
+        answer = self.get(path, timeout)
+        return answer.json() if answer.status == 200 else None
+
+    def post_json(self, path: str, payload: Any, timeout: float | None = None) -> Response:
         return self.request(path, timeout, payload=payload)

@@ -12,8 +12,10 @@ come out as \\xNN escapes.
 
 from __future__ import annotations
 
+from typing import Any
 
-def clean_text(text):
+
+def clean_text(text: str) -> str:
     """`text` as valid UTF-8: bytes that were not UTF-8 become \\xNN."""
     try:
         text.encode("utf-8")
@@ -32,7 +34,7 @@ def _escapable(text):
         return False
 
 
-def clean(value):
+def clean(value: Any) -> Any:
     """A copy of a result (dicts, lists, tuples, strings) with every string clean_text()ed."""
     if isinstance(value, str):
         return clean_text(value)

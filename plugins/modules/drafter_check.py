@@ -69,9 +69,8 @@ drafter:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._server.drafter import (
-    check_pair, check_speculative_numbers, load_config)
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.drafter import check_drafter
 
 
 def main():
@@ -85,14 +84,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    try:
-        check_speculative_numbers(p["num_steps"], p["eagle_topk"], p["num_draft_tokens"])
-        drafter = check_pair(load_config(p["draft_model_path"], "drafter"),
-                             load_config(p["target_model_path"], "target"))
-    except GpuFleetError as exc:
-        module.fail_json(msg=exc.msg)
-    module.exit_json(changed=False, drafter=drafter)
+    run_module(module, check_drafter, module.params)
 
 
 if __name__ == "__main__":

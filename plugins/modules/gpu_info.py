@@ -23,28 +23,8 @@ extends_documentation_fragment:
   - gpufleet.serving.attributes
   - gpufleet.serving.attributes.INFO_MODULE
   - gpufleet.serving.attributes.ACTIONGROUP_GPU
-options:
-  gpus:
-    description: V(all), or a list of NVML GPU indices.
-    type: raw
-    default: all
-  devices:
-    description:
-      - Directory holding the NVIDIA device files; defaults to E(GPUFLEET_NVIDIA_DEVICES), else C(/dev).
-    type: path
-  protect:
-    description: Extra protection regexes, so that C(protected) matches what gpu_release would do with them.
-    type: list
-    elements: str
-    default: []
-  nvml_timeout:
-    description: Seconds any one NVML request may take before the task fails.
-    type: float
-    default: 20
-  v1_reserve_mib:
-    description: Driver reserve assumed on drivers without NVML's v2 memory call.
-    type: float
-    default: 1024
+  - gpufleet.serving.gpu
+options: {}
 seealso:
   - module: gpufleet.serving.gpu_release
 """
@@ -97,20 +77,16 @@ gpus:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS, fail_from, require_psutil
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.info import gather
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.info import gpu_facts
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(COMMON_ARGS), supports_check_mode=True)
     require_psutil(module)
-    params = {k: module.params[k] for k in COMMON_ARGS}
-    try:
-        facts = gather(**params)
-    except GpuFleetError as exc:
-        fail_from(module, exc)
-    module.exit_json(changed=False, **facts)
+    run_module(module, gpu_facts, module.params)
 
 
 if __name__ == "__main__":

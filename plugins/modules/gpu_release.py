@@ -16,8 +16,7 @@ description:
     selected GPU's memory is free.
   - Never signals its own process or any ancestor (the SSH session, shell and Ansible process
     running it, even when their command lines contain the pattern), PID 1, kernel threads, or the
-    GPU system daemons (nvidia-persistenced, nv-hostengine, dcgm-exporter, nvidia-fabricmanager,
-    nvidia-cuda-mps-control and -server, Xorg, Xwayland, the Kubernetes device plugin).
+    GPU system daemons (listed under O(protect)).
   - Waits exactly as long as processes take to exit (pidfds, no fixed sleeps) and polls NVML every
     20 ms until memory has drained; every selected GPU is checked.
   - Processes are pinned by PID and start time, so a PID reused between the scan and the signal is
@@ -36,6 +35,7 @@ requirements:
 extends_documentation_fragment:
   - gpufleet.serving.attributes
   - gpufleet.serving.attributes.ACTIONGROUP_GPU
+  - gpufleet.serving.gpu
 attributes:
   check_mode:
     support: full
@@ -54,38 +54,31 @@ options:
       - Refused with a clear error, unless O(force_broad=true) - an empty string, a regex that does not
         compile, one that matches the empty command line (such as C(.*)), one that matches ordinary
         host processes (such as C(python), which hits Python daemons and notebooks, or C(bash)).
-      - SGLang's own kill set is C(sglang::|sglang\.launch_server|sglang\.bench|sglang\.data_parallel|sglang\.srt|sgl_diffusion::|sglang serve).
+      - A matched tree is released only if it holds a selected GPU (O(gpus), by device number, whatever
+        the device file is called), or holds no GPU memory and its C(CUDA_VISIBLE_DEVICES) names a selected
+        GPU or is unreadable; a tree only on other GPUs is left alone and listed in RV(skipped_trees).
+        Every GPU a released tree held is verified, not only the selected ones.
+      - Each engine's kill set, as the P(gpufleet.serving.engine_patterns#lookup) lookup returns it (see the first example).
+      # BEGIN GENERATED engine-patterns (scripts/gen_docs.py)
+      - 'V(sglang): C(sglang::), C(sglang\.launch_server), C(sglang\.bench), C(sglang\.data_parallel),
+        C(sglang\.srt), C(sgl_diffusion::), C(sglang serve).'
+      - 'V(vllm): C(VLLM::), C(vllm\.entrypoints).'
+      # END GENERATED engine-patterns
       - A list, or one comma-separated string (k=v form, C(patterns=a,b)). A string whose split at a comma would
         cut a regex (C(sglang::scheduler_TP[0-9]{1,2})) is refused; give such a pattern as a YAML or JSON list.
     type: raw
     default: []
-  gpus:
-    description:
-      - V(all), or a list of NVML GPU indices (also a comma-separated string).
-      - Only holders of these GPUs are swept and only these GPUs are verified. A process that uses
-        only other GPUs is never touched by the sweep (two tenants on one host).
-      - A matched tree is released only if it holds a selected GPU (by device number, whatever the
-        device file is called), or holds no GPU memory and its C(CUDA_VISIBLE_DEVICES) names a selected
-        GPU or is unreadable; a tree only on other GPUs is left alone and listed in RV(skipped_trees).
-        Every GPU a released tree held is verified, not only the selected ones.
-    type: raw
-    default: all
   sweep:
     description:
       - After the pattern kill, release every remaining process that holds a selected GPU's device
         file (a memory map of C(/dev/nvidiaN), i.e. a CUDA context), except protected ones.
+      - A process that uses only unselected GPUs is never touched by the sweep (two tenants on one host).
     type: bool
     default: true
   sweep_users:
     description:
       - Limit the device sweep to processes of these user names, so that a shared host's other
         tenants are safe. Empty means every user. Pattern matches are not limited by it.
-    type: list
-    elements: str
-    default: []
-  protect:
-    description:
-      - Extra regular expressions; a process whose command line matches one is never signalled.
     type: list
     elements: str
     default: []
@@ -113,32 +106,12 @@ options:
       - On a driver without the v2 call, v1 C(used) (which includes the reserve) minus O(v1_reserve_mib) is used.
     type: float
     default: 0
-  v1_reserve_mib:
-    description:
-      - The driver reserve assumed on drivers without NVML's v2 memory call. An idle H200 on driver 580
-        reports 615 MiB in v1.
-    type: float
-    default: 1024
-  devices:
-    description:
-      - Directory holding the NVIDIA device files.
-      - Defaults to the environment variable E(GPUFLEET_NVIDIA_DEVICES) when set (simulated hosts set
-        it for every session), else C(/dev).
-    type: path
   verify:
     description:
       - Verify with NVML that every selected GPU's memory is free, and fail if not.
       - With V(false), NVML is optional and the device files name the GPUs.
     type: bool
     default: true
-  nvml_timeout:
-    description:
-      - Seconds any one NVML request may take. NVML runs in a helper process, so a hung driver call
-        fails the task instead of hanging the play.
-      - Must be above 0. O(timeout), O(max_used_mib), O(v1_reserve_mib) and O(respawn_settle) must be
-        finite numbers (V(nan) and V(inf) are refused), and every O(sweep_users) entry a user this host knows.
-    type: float
-    default: 20
   respawn_settle:
     description:
       - After a release that signalled something, patterns and device holders are rescanned until this
@@ -149,6 +122,8 @@ options:
     type: float
     default: 0.5
 notes:
+  - O(timeout), O(max_used_mib), O(v1_reserve_mib) and O(respawn_settle) must be finite numbers (V(nan) and
+    V(inf) are refused), and every O(sweep_users) entry a user this host knows.
   - For a graceful drain of in-flight requests, stop the server through its supervisor first (the
     P(gpufleet.serving.sglang_server#role) role does), then run this module to clean up and verify.
   - Run as root (or the user owning the processes) to signal other users' processes and read their
@@ -160,13 +135,12 @@ seealso:
 EXAMPLES = r"""
 - name: Tear down SGLang and prove all 8 GPUs are free
   gpufleet.serving.gpu_release:
-    patterns:
-      - 'sglang::|sglang\.launch_server|sglang\.srt'
+    patterns: "{{ query('gpufleet.serving.engine_patterns', 'sglang') }}"
   register: released
 
 - name: Free GPUs 0-3 only; a tenant on 4-7 is left alone
   gpufleet.serving.gpu_release:
-    patterns: ['vllm\.entrypoints|VLLM::']
+    patterns: "{{ query('gpufleet.serving.engine_patterns', 'vllm') }}"
     gpus: [0, 1, 2, 3]
 
 - name: What would be killed?
@@ -298,9 +272,10 @@ elapsed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS, fail_from, regex_list, require_psutil
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import Releaser, ReleaseOptions
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
 
 def main():
@@ -318,13 +293,7 @@ def main():
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_psutil(module)
-    opts = ReleaseOptions(**{k: module.params[k] for k in ReleaseOptions.FIELDS})
-    try:
-        opts.patterns = regex_list(module.params["patterns"], "patterns")
-        result = Releaser(opts, check_mode=module.check_mode).run()
-    except GpuFleetError as exc:
-        fail_from(module, exc)
-    module.exit_json(**result)
+    run_module(module, release_gpus, module.params, check_mode=module.check_mode)
 
 
 if __name__ == "__main__":

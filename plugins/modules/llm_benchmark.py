@@ -401,10 +401,8 @@ output:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import (
-    DEFAULT_LEVELS, run_benchmark, write_output,
-)
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import DEFAULT_LEVELS, benchmark
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 
 
 def main():
@@ -439,18 +437,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        result = run_benchmark(module.params)
-        changed = False
-        if module.params["output"]:
-            changed = True  # every run's timings differ, so the file always changes
-            if not module.check_mode:
-                result["output"] = write_output(module.params["output"], result)
-    except GpuFleetError as exc:
-        module.fail_json(msg=exc.msg, **exc.details)
-    except (OSError, IOError) as exc:
-        module.fail_json(msg="cannot write %s: %s" % (module.params["output"], exc))
-    module.exit_json(changed=changed, **result)
+    run_module(module, benchmark, module.params, check_mode=module.check_mode)
 
 
 if __name__ == "__main__":

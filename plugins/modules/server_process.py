@@ -114,8 +114,8 @@ stop:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import fail_from, require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
 
 
@@ -137,32 +137,7 @@ def main():
         supports_check_mode=True,
     )
     require_psutil(module)
-    p = module.params
-    try:
-        now = _supervisor.status(p["state_file"])
-        if p["state"] == "status":
-            module.exit_json(changed=False, **now)
-        if p["state"] == "stopped":
-            if module.check_mode or not now["running"]:
-                if not module.check_mode:
-                    _supervisor.stop(p["state_file"], p["stop_timeout"])  # drops a stale state file
-                module.exit_json(changed=now["running"], running=False)
-            changed, details = _supervisor.stop(p["state_file"], p["stop_timeout"])
-            module.exit_json(changed=changed, running=False, pid=now.get("pid"), stop=details)
-        if now["running"]:
-            if now.get("fingerprint") != p["fingerprint"]:
-                raise GpuFleetError("a server with another configuration runs (pid %s); stop it first"
-                                    % now.get("pid"))
-            module.exit_json(changed=False, **now)
-        if module.check_mode:
-            module.exit_json(changed=True, running=True)
-        listen = (p["listen_host"], p["listen_port"]) if p["listen_port"] else None
-        state = _supervisor.start(p["argv"], p["env"], p["log_path"], p["state_file"],
-                                  p["fingerprint"], listen=listen)
-        module.exit_json(changed=True, running=True, pid=state["pid"], fingerprint=state["fingerprint"],
-                         log_path=state["log_path"])
-    except GpuFleetError as exc:
-        fail_from(module, exc)
+    run_module(module, _supervisor.supervise, module.params, check_mode=module.check_mode)
 
 
 if __name__ == "__main__":

@@ -325,7 +325,8 @@ log_tail:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._server.readiness import WaitFailed, wait_for_server
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.readiness import wait_for_server
 
 
 def main():
@@ -352,17 +353,10 @@ def main():
         mutually_exclusive=[("pid", "pidfile", "systemd_unit")],
         supports_check_mode=True,
     )
-    for name in ("timeout", "poll_interval", "request_timeout", "generate_timeout"):
-        if module.params[name] <= 0:
-            module.fail_json(msg="%s must be greater than 0" % name)
     if module.params["systemd_unit"]:
         # Resolve systemctl once, so a host without systemd fails with a clear message.
         module.params["systemctl"] = module.get_bin_path("systemctl", required=True)
-    try:
-        result = wait_for_server(module.params, check_mode=module.check_mode)
-    except WaitFailed as exc:
-        module.fail_json(msg=exc.msg, **exc.result)
-    module.exit_json(**result)
+    run_module(module, wait_for_server, module.params, check_mode=module.check_mode)
 
 
 if __name__ == "__main__":

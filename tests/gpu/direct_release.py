@@ -16,8 +16,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.environ.get("GF_COLLECTIONS") or os.path.join(REPO, "build", "collections"))
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import (  # noqa: E402
-    Releaser, ReleaseOptions)
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import ReleaseOptions, Releaser  # noqa: E402
 
 # gpu_release's documented defaults
 DEFAULTS = dict(patterns=[], gpus="all", sweep=True, protect=[], term_timeout=10.0, timeout=60.0,

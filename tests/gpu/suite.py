@@ -33,6 +33,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, REPO]
 
 import gpuview  # noqa: E402
+
 from tests.support import procfs  # noqa: E402
 
 PY = sys.executable

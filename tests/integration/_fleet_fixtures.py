@@ -13,8 +13,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from simlib import fleet_proc  # (start-time checked kills, as `fleet down` does)
+
 from tests.support import paths
 from tests.support.polling import holds_within
 

@@ -11,6 +11,7 @@ import pathlib
 import re
 import subprocess
 import time
+
 from tests.support import paths
 from tests.support.polling import poll
 
@@ -23,7 +24,7 @@ SIM_MODEL = pathlib.Path(paths.SIM_MODELS) / "kimi-k2.5-int4"
 _RESULT = re.compile(r"^localhost \| (SUCCESS|FAILED!|CHANGED) => ", re.MULTILINE)
 
 
-class FakeServer(object):
+class FakeServer:
     """One tests/support/servers/standin.py process (a start-up: --log) and its files under a test's tmp dir."""
 
     def __init__(self, procs, tmp, name="srv", **opts):
@@ -94,7 +95,7 @@ def parse_result(stdout):
     return json.loads(stdout[found.end():].strip())
 
 
-class ModuleRun(object):
+class ModuleRun:
     """The real module through `ansible localhost -m gpufleet.serving.server_wait`, in the background."""
 
     def __init__(self, procs, args, check=False):

@@ -1,8 +1,8 @@
 import os
 
 import pytest
-
 from simlib import fakegpu
+
 from tests.support import pidns
 from tests.support.processes import OwnProcesses
 from tests.support.servers.launch import StandIn

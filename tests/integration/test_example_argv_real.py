@@ -13,9 +13,9 @@ import json
 import os
 
 import pytest
+import realsglang
 import yaml
 
-import realsglang
 from tests.support.ansible import run_playbook
 from tests.support.paths import PYTHON, REPO
 

@@ -212,9 +212,9 @@ def _level_records(url, level, n, w, output_len=64, **kw):
     from ansible_collections.gpufleet.serving.plugins.module_utils._bench import load as _bench_load
     from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stats as _bench_stats
     from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
-    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Target
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint
     bodies = [request_body("completions", "test-model", 8, output_len, i, 0.0) for i in range(w + n)]
-    records = _bench_load.run_level(Target(url), "/v1/completions", bodies, level, 30.0, **kw)
+    records = _bench_load.run_level(Endpoint(url), "/v1/completions", bodies, level, 30.0, **kw)
     lv = _bench_stats.level_metrics(level, records[w:], w, 5, warmup=records[:w])
     return records, lv
 

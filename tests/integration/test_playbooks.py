@@ -8,7 +8,6 @@ Benchmarks are kept short (levels [1, 4], 32-token outputs) so the file stays in
 import json
 import subprocess
 
-
 from _fleet_fixtures import REPO, ansible_env, needs_fleet, start_fleet, wait_for
 
 pytestmark = needs_fleet

@@ -14,8 +14,8 @@ import subprocess
 import time
 
 import pytest
-
 from simlib import fakegpu
+
 from tests.support import pidns
 from tests.support.ansible import ansible_env, run_module
 from tests.support.gpu import hold
@@ -268,9 +268,10 @@ def test_term_timeout_beyond_timeout_still_kills_in_time(gpu_root, ns):
 
 def test_reused_pid_is_never_signalled_by_a_target(procs):
     """_signals level, a real process: the snapshot's start time differs from the live one."""
+    import psutil
+
     from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as _signals
     from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
-    import psutil
     child = procs.popen([PYTHON, "-c", "import signal; signal.pause()"])
     real = psutil.Process(child.pid).create_time()
     target = _signals.Target(ProcInfo(child.pid, os.getpid(), real - 3.0, "root", ["sglang::scheduler_TP0"],

@@ -10,8 +10,8 @@ import subprocess
 import time
 
 import pytest
-
 from simlib import fakegpu
+
 from tests.support import procfs
 from tests.support.ansible import ansible_env, run_module
 from tests.support.gpu import hold

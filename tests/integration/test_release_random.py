@@ -27,8 +27,8 @@ import subprocess
 import time
 
 import pytest
-
 from simlib import fakegpu
+
 from tests.support.ansible import run_module
 from tests.support.paths import PYTHON, REPO, SCRIPTS
 

@@ -8,8 +8,8 @@ import os
 import subprocess
 
 import pytest
-
 from simlib import fakegpu
+
 from tests.support import pidns, procfs
 from tests.support.ansible import ansible_env, run_module
 from tests.support.gpu import hold

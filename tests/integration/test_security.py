@@ -16,9 +16,11 @@ import urllib.request
 from pathlib import Path
 
 import yaml
-
-from _fleet_fixtures import Fleet, ansible_env as fleet_env, fleet_proc, needs_fleet, wait_for as fleet_wait
+from _fleet_fixtures import Fleet, fleet_proc, needs_fleet
+from _fleet_fixtures import ansible_env as fleet_env
+from _fleet_fixtures import wait_for as fleet_wait
 from simlib import fakegpu
+
 from tests.support.ansible import run_module, run_playbook
 from tests.support.paths import PYTHON, REPO, SIM
 

@@ -13,10 +13,16 @@ from __future__ import annotations
 import socket
 
 import pytest
-
 from _wait_fixtures import (
-    SIM_MODEL, SIM_PYTHON, FakeServer, ModuleRun, median, progress_has, progress_time,
+    SIM_MODEL,
+    SIM_PYTHON,
+    FakeServer,
+    ModuleRun,
+    median,
+    progress_has,
+    progress_time,
 )
+
 from tests.support.net import free_port
 from tests.support.polling import poll
 from tests.support.processes import OwnProcesses
@@ -53,7 +59,7 @@ def test_ready_detection_latency(procs, tmp_path):
         server.wait_port()
         run = start_wait(procs, server, tmp_path)
         # The module is polling a server that answers 503 (warm-up): now let it turn ready.
-        poll(lambda: any(e.get("path") == "/health" and e["status"] == 503 for e in server.read_events()),
+        poll(lambda: any(e.get("path") == "/health" and e["status"] == 503 for e in server.read_events()),  # noqa: B023
              10, 0.01, "a 503 health answer")
         server.release()
         rc, result = run.finish()

@@ -12,6 +12,7 @@ import threading
 import time
 
 import psutil
+
 from tests.support.net import free_port
 from tests.support.polling import poll
 

@@ -5,12 +5,11 @@ import os
 import selectors
 import subprocess
 import sys
-import time
 import types
 
 import pytest
-
 from simlib import fakegpu
+
 from tests.support import procfs
 from tests.support.gpu import hold as simctl_hold
 from tests.support.paths import SIMCTL

@@ -12,9 +12,8 @@ import os
 import socket
 import subprocess
 
-import pytest
-
 import _role_argv
+import pytest
 import realsglang
 from _server_fixtures import EAGLE, KIMI, SGLANG_CLI, SGLANG_PYTHON
 

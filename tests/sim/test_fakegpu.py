@@ -3,12 +3,10 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
-import sys
-
 import pytest
-
 from simlib import fakegpu  # tests/sim is on sys.path (tests/conftest.py)
 
 MIB = 1024 * 1024
@@ -170,7 +168,7 @@ def test_holding_lasts_while_the_process_lives(root, procs):
 def test_ignore_term_survives_sigterm(root, procs, kit):
     pid = procs.hold(root, [0], 100, "--ignore-term")
     with open("/proc/%d/status" % pid) as f:
-        sigign = int(next(l for l in f if l.startswith("SigIgn:")).split()[1], 16)
+        sigign = int(next(line for line in f if line.startswith("SigIgn:")).split()[1], 16)
     assert sigign & (1 << (signal.SIGTERM - 1))
     # An ignored signal is discarded when sent, so this is the whole effect of it.
     os.kill(pid, signal.SIGTERM)

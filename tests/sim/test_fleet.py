@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-
 from simlib import fleet_cli
+
 from tests.support import paths
 from tests.support.polling import holds_within
 

@@ -8,7 +8,6 @@ import sys
 
 import psutil
 import pytest
-
 import realsglang
 from _server_fixtures import KIMI, Server
 
@@ -26,8 +25,8 @@ def test_pinned_version_is_installed_and_reported():
 def test_neither_sglang_shadows_the_other():
     real = realsglang.server_args_module()
     import sglang
-    from sglang._sim import server
     import sglang.launch_server as launch
+    from sglang._sim import server
     sim_pkg = os.path.join(SIM, "pypath", "sglang")
     assert os.path.dirname(server.__file__).startswith(sim_pkg)
     assert os.path.dirname(launch.__file__) == sim_pkg
@@ -37,9 +36,9 @@ def test_neither_sglang_shadows_the_other():
 
 def test_only_torch_and_triton_are_stand_ins():
     realsglang.server_args_module()
+    import standins
     import torch
     import triton
-    import standins
     for module in (torch, triton):
         assert isinstance(module, standins._Module)  # pylint: disable=protected-access
     assert torch.cuda.is_available() is False and not hasattr(torch, "npu")
@@ -98,7 +97,8 @@ def test_parse_leaves_no_logging_handler_behind():
 
 def test_log_line_and_server_info_carry_the_key_as_real():
     realsglang.server_args_module()
-    from sglang._sim import args as simargs, serverargs
+    from sglang._sim import args as simargs
+    from sglang._sim import serverargs
     args = simargs.parse(ARGV + ["--cuda-graph-max-bs-decode", "16"])
     serverargs.resolve(args, lambda msg: None)
     line = serverargs.log_line(args)

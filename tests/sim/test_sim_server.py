@@ -12,8 +12,8 @@ import threading
 
 import psutil
 import pytest
-
 from _server_fixtures import EAGLE, HOST, KIMI, MISMATCHED, Server, measure_throughput, stream_completion
+
 from tests.support.polling import poll
 
 try:

@@ -19,51 +19,13 @@ None when no speculative step ran during the level.
 
 from __future__ import annotations
 
-import json
-import ssl
-import urllib.error
-import urllib.request
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 
 
-class Probe(object):
-    """Small synchronous GETs against the server, outside the timed levels."""
-
-    def __init__(self, base_url, api_key=None, validate_certs=True, timeout=10.0):
-        base = base_url.rstrip("/")
-        self.base = base[:-3] if base.endswith("/v1") else base
-        self.headers = {"User-Agent": "gpufleet.serving.llm_benchmark"}
-        if api_key:
-            self.headers["Authorization"] = "Bearer %s" % api_key
-        self.timeout = timeout
-        self.context = None
-        if self.base.startswith("https") and not validate_certs:
-            self.context = ssl.create_default_context()
-            self.context.check_hostname = False
-            self.context.verify_mode = ssl.CERT_NONE
-
-    def get(self, path):
-        """(status, body text); status None when nothing answered."""
-        req = urllib.request.Request(self.base + path, headers=self.headers)
-        try:
-            opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=self.context))
-            with opener.open(req, timeout=self.timeout) as resp:
-                return resp.status, resp.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as exc:
-            return exc.code, ""
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            return None, str(exc)
-
-    def get_json(self, path):
-        status, body = self.get(path)
-        if status != 200:
-            return None
-        try:
-            return json.loads(body)
-        except ValueError:
-            return None
-
-
-def parse_prometheus(text):
+def parse_prometheus(text: str) -> dict:
     """{metric name: sum over its label sets} from Prometheus text format.
 
     Counters are summed across labels (SGLang labels by model and, in some
@@ -107,7 +69,7 @@ def _label_end(line):
     raise ValueError("unterminated label set")
 
 
-def counter(metrics, names):
+def counter(metrics: dict, names: str | tuple) -> float | None:
     """A counter by its base name (or the first present of several), with or without `_total`."""
     for name in (names,) if isinstance(names, str) else names:
         if name + "_total" in metrics:
@@ -125,7 +87,7 @@ VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
 VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 
 
-def detect_flavor(models_json, metrics_text, server_info):
+def detect_flavor(models_json: dict | None, metrics_text: str, server_info: dict | None) -> str:
     """'sglang', 'vllm' or 'unknown', from what the server already answered."""
     for card in (models_json or {}).get("data") or []:
         owner = str(card.get("owned_by", "")).lower()
@@ -141,27 +103,27 @@ def detect_flavor(models_json, metrics_text, server_info):
     return "unknown"
 
 
-class AcceptanceMeter(object):
+class AcceptanceMeter:
     """snapshot() before a level, measure() after it."""
 
-    def __init__(self, probe, flavor):
-        self.probe = probe
+    def __init__(self, client: HttpClient, flavor: str) -> None:
+        self.client = client  # an _http.HttpClient
         self.flavor = flavor
 
     def _metrics(self):
-        status, body = self.probe.get("/metrics")
-        return parse_prometheus(body) if status == 200 else None
+        answer = self.client.get("/metrics")
+        return parse_prometheus(answer.text) if answer.status == 200 else None
 
-    def snapshot(self):
+    def snapshot(self) -> dict | None:
         if self.flavor not in ("sglang", "vllm"):
             return None
         return self._metrics()
 
-    def snapshot_after(self, before):
+    def snapshot_after(self, before: dict | None) -> dict | None:
         """The counters after a level (None when there was no snapshot before it)."""
         return self._metrics() if before is not None else None
 
-    def measure(self, before, after=False):
+    def measure(self, before: dict | None, after: dict | None | bool = False) -> tuple:
         """(accept length or None, source or None) for the span since `before`.
 
         after: the snapshot taken after the span; read now when not given.
@@ -178,7 +140,12 @@ class AcceptanceMeter(object):
         return length, source
 
     def _server_info(self):
-        return self.probe.get_json("/server_info") or self.probe.get_json("/get_server_info")
+        return read_server_info(self.client)
+
+
+def read_server_info(client: HttpClient) -> dict | None:
+    """SGLang's /server_info (/get_server_info before 0.4.4), or None."""
+    return client.get_json("/server_info") or client.get_json("/get_server_info")
 
 
 def _delta(before, after, name):
@@ -190,7 +157,7 @@ def _delta(before, after, name):
     return a - b
 
 
-def sglang_acceptance(before, after):
+def sglang_acceptance(before: dict | None, after: dict | None) -> tuple:
     verify = _delta(before, after, SGLANG_VERIFY)
     tokens = _delta(before, after, SGLANG_TOKENS)
     if verify is None or tokens is None:
@@ -200,7 +167,7 @@ def sglang_acceptance(before, after):
     return round(tokens / verify, 3), "metrics"
 
 
-def vllm_acceptance(before, after):
+def vllm_acceptance(before: dict, after: dict | None) -> tuple:
     drafts = _delta(before, after, VLLM_DRAFTS)
     accepted = _delta(before, after, VLLM_ACCEPTED)
     if drafts is None or accepted is None:
@@ -210,7 +177,7 @@ def vllm_acceptance(before, after):
     return round(1.0 + accepted / drafts, 3), "metrics"
 
 
-def sglang_server_info_acceptance(info):
+def sglang_server_info_acceptance(info: dict | None) -> tuple:
     if not isinstance(info, dict):
         return None, None
     if "speculative_algorithm" in info and not info.get("speculative_algorithm"):

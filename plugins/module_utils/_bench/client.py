@@ -17,7 +17,7 @@ import json
 import random
 import time
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Handler, open_connection
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint, Handler, open_connection
 
 # Token ids for random completions prompts: below every common tokenizer's
 # special-token range (Llama 3, Qwen, Kimi, DeepSeek put them at the top) and
@@ -32,7 +32,7 @@ _WORDS = (
 ).split()
 
 
-def request_body(api, model, input_len, output_len, seed, temperature, ignore_eos=True):
+def request_body(api: str, model: str, input_len: int, output_len: int, seed: int, temperature: float, ignore_eos: bool = True) -> bytes:
     """JSON bytes of one streaming request with a prompt unique to `seed`.
 
     completions: a list of `input_len` random token ids (exact length, no
@@ -65,7 +65,7 @@ class Record(Handler):
         "completion_tokens", "prompt_tokens", "chunk_times", "chunk_cum", "_cum", "_err",
     )
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.start = None
         self.first = None        # arrival of the first non-empty content chunk
         self.end = None
@@ -81,13 +81,13 @@ class Record(Handler):
         self._err = b""
 
     # Handler ---------------------------------------------------------------
-    def on_status(self, status, headers, now):
+    def on_status(self, status: int, headers: dict, now: float) -> None:
         self.status = status
 
-    def on_error_body(self, data):
+    def on_error_body(self, data: bytes) -> None:
         self._err += data
 
-    def on_event(self, data, now):
+    def on_event(self, data: bytes, now: float) -> None:
         if data == b"[DONE]":
             self.done = True
             self.end = now
@@ -126,7 +126,7 @@ class Record(Handler):
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
 
-    def on_end(self, now):
+    def on_end(self, now: float) -> None:
         if self.end is None or not self.done:
             self.end = now
         if self.status != 200 and self.error is None:
@@ -135,21 +135,21 @@ class Record(Handler):
 
     # results ---------------------------------------------------------------
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.error is None and self.status == 200 and bool(self.chunk_times)
 
     @property
-    def tokens(self):
+    def tokens(self) -> int:
         """Output tokens: the server's usage count; chunk count only if it sent none."""
         if self.completion_tokens is not None:
             return self.completion_tokens
         return len(self.chunk_times)
 
     @property
-    def usage_reported(self):
+    def usage_reported(self) -> bool:
         return self.completion_tokens is not None
 
-    def arrivals(self):
+    def arrivals(self) -> list:
         """[(time, tokens)] of every token this request received, whatever its outcome.
 
         Content chunks carry their usage delta (or the even spread); tokens the
@@ -165,7 +165,7 @@ class Record(Handler):
             out.append((self.end, rest))
         return out
 
-    def chunk_tokens(self):
+    def chunk_tokens(self) -> tuple:
         """(tokens per content chunk, 'usage'|'average').
 
         'usage': differences of the running usage count, when every content
@@ -188,7 +188,7 @@ class Record(Handler):
         return ([float(self.tokens) / n] * n if n else []), "average"
 
 
-async def run_request(state, target, request_bytes, timeout, per_request=False):
+async def run_request(state: list, endpoint: Endpoint, request_bytes: bytes, timeout: float, per_request: bool = False) -> Record:
     """Send one request on the worker's connection (reopened when needed).
 
     state: a one-item list holding the worker's StreamProtocol (or None), so the
@@ -206,7 +206,7 @@ async def run_request(state, target, request_bytes, timeout, per_request=False):
         if per_request or proto is None or not proto.reusable:
             if proto is not None:
                 proto.abort()
-            proto = state[0] = await open_connection(target, timeout)
+            proto = state[0] = await open_connection(endpoint, timeout)
             if not per_request:
                 rec.start = time.perf_counter()  # connection set-up is not the server's latency
         fut = proto.send(request_bytes, rec)

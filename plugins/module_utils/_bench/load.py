@@ -25,10 +25,10 @@ import asyncio
 import random
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import run_request
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import open_connection
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint, open_connection
 
 
-def arrival_offsets(n, rate, burstiness, seed):
+def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list:
     """Seconds from the start at which each of n requests arrives (first at 0)."""
     rng = random.Random(seed)
     out, t = [], 0.0
@@ -40,25 +40,25 @@ def arrival_offsets(n, rate, burstiness, seed):
     return out
 
 
-async def _connect(target, timeout):
+async def _connect(endpoint, timeout):
     try:
-        return await open_connection(target, timeout)
+        return await open_connection(endpoint, timeout)
     except (OSError, asyncio.TimeoutError):
         return None  # the request retries and records the error
 
 
-async def _closed(target, requests, records, level, timeout, per_request):
+async def _closed(endpoint, requests, records, level, timeout, per_request):
     if per_request:
         states = [[None] for unused in range(level)]
     else:
-        states = [[p] for p in await asyncio.gather(*(_connect(target, timeout) for unused in range(level)))]
+        states = [[p] for p in await asyncio.gather(*(_connect(endpoint, timeout) for unused in range(level)))]
     next_index = [0]
 
     async def worker(state):
         while next_index[0] < len(requests):
             i = next_index[0]
             next_index[0] += 1
-            records[i] = await run_request(state, target, requests[i], timeout, per_request)
+            records[i] = await run_request(state, endpoint, requests[i], timeout, per_request)
 
     try:
         await asyncio.gather(*(worker(s) for s in states))
@@ -68,10 +68,10 @@ async def _closed(target, requests, records, level, timeout, per_request):
                 s[0].abort()
 
 
-async def _open(target, requests, records, timeout, per_request, offsets, max_concurrency):
+async def _open(endpoint, requests, records, timeout, per_request, offsets, max_concurrency):
     idle = []
     if not per_request and max_concurrency:
-        idle = [p for p in await asyncio.gather(*(_connect(target, timeout)
+        idle = [p for p in await asyncio.gather(*(_connect(endpoint, timeout)
                                                   for unused in range(min(max_concurrency, len(requests)))))
                 if p is not None]
     used = []
@@ -87,7 +87,7 @@ async def _open(target, requests, records, timeout, per_request, offsets, max_co
             await gate.acquire()
         try:
             state = [idle.pop() if idle and not per_request else None]
-            records[i] = await run_request(state, target, requests[i], timeout, per_request)
+            records[i] = await run_request(state, endpoint, requests[i], timeout, per_request)
             if state[0] is not None:
                 (idle if state[0].reusable and not per_request else used).append(state[0])
         finally:
@@ -101,19 +101,19 @@ async def _open(target, requests, records, timeout, per_request, offsets, max_co
             p.abort()
 
 
-def run_level(target, path, bodies, level, timeout, connection="keep_alive", request_rate=None,
-              burstiness=1.0, max_concurrency=None, seed=0):
+def run_level(endpoint: Endpoint, path: str, bodies: list, level: int | None, timeout: float, connection: str = "keep_alive",
+              request_rate: float | None = None, burstiness: float = 1.0, max_concurrency: int | None = None, seed: int = 0) -> list:
     """Records for every body, in order (warm-up first); blocks until all are done.
 
     level: the concurrency of a closed-loop level (ignored with a request_rate).
     """
     per_request = connection == "per_request"
-    requests = [target.post_bytes(path, b, close=per_request) for b in bodies]  # built before the clock
+    requests = [endpoint.post_bytes(path, b, close=per_request) for b in bodies]  # built before the clock
     records = [None] * len(requests)
     if request_rate:
         offsets = arrival_offsets(len(requests), request_rate, burstiness, seed)
-        coro = _open(target, requests, records, timeout, per_request, offsets, max_concurrency)
+        coro = _open(endpoint, requests, records, timeout, per_request, offsets, max_concurrency)
     else:
-        coro = _closed(target, requests, records, level, timeout, per_request)
+        coro = _closed(endpoint, requests, records, level, timeout, per_request)
     asyncio.run(coro)
     return records

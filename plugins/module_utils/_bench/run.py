@@ -10,24 +10,27 @@ import datetime
 import json
 import os
 import random
-import ssl
 import time
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept import (
-    AcceptanceMeter, Probe, counter, detect_flavor,
+    AcceptanceMeter,
+    counter,
+    detect_flavor,
+    read_server_info,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Target
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import USER_AGENT, Endpoint
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, ssl_context
 
 DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128]
 PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 
-def default_requests(level):
+def default_requests(level: int) -> int:
     """max(2 x level, 8), rounded up to whole waves of `level` so the level ends full."""
     n = max(2 * level, 8)
     return -(-n // level) * level
@@ -62,48 +65,41 @@ def _check(params):
     return levels
 
 
-def run_benchmark(params):
+def run_benchmark(params: dict) -> dict:
     """The module's result (without `changed`) for the validated parameters."""
     levels = _check(params)
     started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
     t0 = time.monotonic()
     base_url = params["base_url"]
-    probe = Probe(base_url, params.get("api_key"), params.get("validate_certs", True),
-                  timeout=min(params["request_timeout"], 30.0))
+    root = base_url.rstrip("/")
+    root = root[:-3] if root.endswith("/v1") else root
+    # Side reads outside the timed levels; /metrics can be large, so read it whole.
+    client = HttpClient(root, params.get("api_key"), params.get("validate_certs", True), user_agent=USER_AGENT,
+                        accept=None, timeout=min(params["request_timeout"], 30.0), max_body=None)
 
-    status, body = probe.get("/v1/models")
-    if status is None:
-        raise GpuFleetError("no answer from %s/v1/models: %s" % (probe.base, body))
-    models = None
-    if status == 200:
-        try:
-            models = json.loads(body)
-        except ValueError:
-            models = None
+    answer = client.get("/v1/models")
+    if answer.status is None:
+        raise GpuFleetError("no answer from %s/v1/models: %s" % (client.base_url, answer.error))
+    models = answer.json() if answer.status == 200 else None
     model = params.get("model")
     if not model:
         cards = (models or {}).get("data") or []
         if not cards:
-            raise GpuFleetError("model not given and %s/v1/models listed none (HTTP %s)" % (probe.base, status))
+            raise GpuFleetError("model not given and %s/v1/models listed none (HTTP %s)"
+                                % (client.base_url, answer.status))
         model = cards[0]["id"]
 
     flavor = params.get("flavor") or "auto"
     if flavor == "auto":
-        m_status, m_text = probe.get("/metrics")
-        info = probe.get_json("/server_info") or probe.get_json("/get_server_info")
-        flavor = detect_flavor(models, m_text if m_status == 200 else "", info)
+        metrics = client.get("/metrics")
+        flavor = detect_flavor(models, metrics.text if metrics.status == 200 else "", read_server_info(client))
 
-    context = None
-    if base_url.startswith("https"):
-        context = ssl.create_default_context()
-        if not params.get("validate_certs", True):
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
+    context = ssl_context(params.get("validate_certs", True)) if base_url.startswith("https") else None
     try:
-        target = Target(base_url, params.get("api_key"), context)
+        endpoint = Endpoint(base_url, params.get("api_key"), context)
     except ValueError as exc:
         raise InvalidInput(str(exc))
-    meter = AcceptanceMeter(probe, flavor)
+    meter = AcceptanceMeter(client, flavor)
 
     out_levels = []
     seed = params.get("seed") or 0
@@ -113,7 +109,7 @@ def run_benchmark(params):
     rates = params.get("request_rates") or []
     cap = params.get("max_concurrency")
     slo = (params.get("slo_ttft_ms"), params.get("slo_tpot_ms"), params.get("slo_e2e_ms"))
-    progress = Progress(params.get("progress_file"), len(rates or levels))
+    progress = LevelProgress(params.get("progress_file"), len(rates or levels))
     plan = [(None, r) for r in rates] if rates else [(lv, None) for lv in levels]
     for index, (level, rate) in enumerate(plan):
         size = level or cap or 1  # what default request counts scale with
@@ -128,7 +124,7 @@ def run_benchmark(params):
             serial += 1
         progress.level_start(index, level, rate, w + n)
         before = meter.snapshot()
-        records = run_level(target, PATHS[params["api"]], bodies, level, params["request_timeout"],
+        records = run_level(endpoint, PATHS[params["api"]], bodies, level, params["request_timeout"],
                             connection=params.get("connection") or "keep_alive", request_rate=rate,
                             burstiness=params.get("burstiness") or 1.0, max_concurrency=cap,
                             seed=seed + index)
@@ -191,7 +187,7 @@ def _peak_in_flight(records):
     return peak
 
 
-def server_rate(before, after, lv):
+def server_rate(before: dict | None, after: dict | None, lv: dict) -> dict:
     """The server counter's output rate over the level, and the client's count over it.
 
     Taken over the whole level (snapshots before its first request and after its last,
@@ -214,10 +210,10 @@ def server_rate(before, after, lv):
     return out
 
 
-class Progress(object):
+class LevelProgress:
     """One line per level start and end, appended to a file on the host (tail -f it)."""
 
-    def __init__(self, path, total):
+    def __init__(self, path: str | None, total: int) -> None:
         self.path = os.path.abspath(os.path.expanduser(path)) if path else None
         self.total = total
         if self.path:
@@ -232,18 +228,21 @@ class Progress(object):
 
     def _line(self, text):
         if self.path:
-            with open(self.path, "a") as f:
-                f.write("%s %s\n" % (_now(), text))
+            try:
+                with open(self.path, "a") as f:
+                    f.write("%s %s\n" % (_now(), text))
+            except OSError as exc:
+                raise GpuFleetError("cannot write progress_file %s: %s" % (self.path, exc))
 
     @staticmethod
     def _name(level, rate):
         return "rate %g req/s" % rate if rate else "concurrency %d" % level
 
-    def level_start(self, index, level, rate, requests):
+    def level_start(self, index: int, level: int | None, rate: float | None, requests: int) -> None:
         name = self._name(level, rate)
         self._line("level %d/%d %s: %d requests sent..." % (index + 1, self.total, name, requests))
 
-    def level_end(self, index, lv):
+    def level_end(self, index: int, lv: dict) -> None:
         self._line("level %d/%d %s: done in %ss, %s/%s ok, %s tok/s, TTFT p50 %s ms, TPOT p50 %s ms" % (
             index + 1, self.total, self._name(lv["concurrency"], lv["request_rate"]), lv["level_span_s"],
             lv["completed"], lv["requests"], lv["output_tok_s"], lv["ttft_ms"]["p50"], lv["tpot_ms"]["p50"]))
@@ -253,11 +252,27 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S")
 
 
-def write_output(path, result):
+def write_output(path: str, result: dict) -> str:
     """Write the result as JSON atomically (a reader never sees half a file)."""
-    path = os.path.abspath(os.path.expanduser(path))
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory)
-    write_atomic(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    shown = path
+    try:
+        path = os.path.abspath(os.path.expanduser(path))
+        directory = os.path.dirname(path)
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+        write_atomic(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise GpuFleetError("cannot write %s: %s" % (shown, exc))
     return path
+
+
+def benchmark(params: dict, check_mode: bool = False) -> dict:
+    """The llm_benchmark module's result: the sweep, and O(output) written unless in check mode."""
+    result = run_benchmark(params)
+    changed = False
+    if params.get("output"):
+        changed = True  # every run's timings differ, so the file always changes
+        if not check_mode:
+            result["output"] = write_output(params["output"], result)
+    result["changed"] = changed
+    return result

@@ -23,9 +23,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
-def percentile(values, q):
+def percentile(values: list, q: int) -> float | None:
     """Linear interpolation between closest ranks (numpy's default); None if empty."""
     if not values:
         return None
@@ -36,7 +37,7 @@ def percentile(values, q):
     return vals[lo] + (vals[hi] - vals[lo]) * (pos - lo)
 
 
-def describe(values, scale=1000.0):
+def percentiles(values: list, scale: float = 1000.0) -> dict:
     """mean/p50/p90/p99 of seconds, as milliseconds (scale); Nones when empty."""
     if not values:
         return {"mean": None, "p50": None, "p90": None, "p99": None}
@@ -53,7 +54,7 @@ def _round(x, digits=3):
     return None if x is None else round(x, digits)
 
 
-def itl_entries(record):
+def itl_entries(record: Any) -> tuple:
     """Per-token inter-token gaps of one request, and how tokens per chunk were known."""
     times = record.chunk_times
     if len(times) < 2:
@@ -71,7 +72,7 @@ def itl_entries(record):
     return out, source
 
 
-def window_bounds(counted):
+def window_bounds(counted: list) -> tuple:
     """(start, end) of the measurement window: first counted send, last counted end."""
     starts = [r.start for r in counted if r.start is not None]
     ends = [r.end for r in counted if r.end is not None]
@@ -80,7 +81,7 @@ def window_bounds(counted):
     return min(starts), max(ends)
 
 
-def tokens_between(records, start, end):
+def tokens_between(records: list, start: float, end: float) -> float:
     """Tokens that arrived in [start, end], over all the records given."""
     total = 0.0
     for r in records:
@@ -101,8 +102,8 @@ def _good(r, slo):
             and (e2e_ms is None or (r.end - r.start) * 1000.0 <= e2e_ms))
 
 
-def level_metrics(concurrency, counted, warmup_count, max_error_samples, expected_output_len=None,
-                  warmup=(), slo=(None, None, None)):
+def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_samples: int, expected_output_len: int | None = None,
+                  warmup: list | tuple = (), slo: tuple = (None, None, None)) -> dict:
     """The level's result dict from its counted Records and its warm-up Records.
 
     slo: (ttft_ms, tpot_ms, e2e_ms) a request must meet to count in goodput; None = no bound.
@@ -161,10 +162,10 @@ def level_metrics(concurrency, counted, warmup_count, max_error_samples, expecte
         "requests_per_s": rate(finished_in_window),
         "goodput_requests": good,
         "goodput_req_s": None if good is None else rate(good),
-        "ttft_ms": describe(ttft),
-        "itl_ms": describe(itl_values),
-        "tpot_ms": describe(tpot),
-        "latency_ms": describe(latency),
+        "ttft_ms": percentiles(ttft),
+        "itl_ms": percentiles(itl_values),
+        "tpot_ms": percentiles(tpot),
+        "latency_ms": percentiles(latency),
         # How per-chunk token counts were known, by request (see Record.chunk_tokens).
         "itl_token_source": sources,
         "itl_estimated": itl_estimated,
@@ -181,7 +182,7 @@ def level_metrics(concurrency, counted, warmup_count, max_error_samples, expecte
     }
 
 
-def summary(levels):
+def summary(levels: list) -> dict:
     """Single-stream tok/s (level 1), the peak tok/s and its concurrency."""
     single = None
     peak = None

@@ -13,17 +13,22 @@ far above the server's rate (see bench/client_ceiling.py).
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
+from typing import Any
 from urllib.parse import urlsplit
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import request_headers
 
 _MAX_HEADER = 64 * 1024
 _MAX_ERROR_BODY = 2048
+USER_AGENT = "gpufleet.serving.llm_benchmark"
 
 
-class Target(object):
-    """Where requests go: parsed once from base_url."""
+class Endpoint:
+    """Where the load's requests go: parsed once from base_url."""
 
-    def __init__(self, base_url, api_key=None, ssl_context=None):
+    def __init__(self, base_url: str, api_key: str | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         parts = urlsplit(base_url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("base_url must be http(s)://host[:port][/prefix], got %r" % base_url)
@@ -36,11 +41,10 @@ class Target(object):
             self.prefix = self.prefix[:-3]
         self.ssl = ssl_context if self.scheme == "https" else None
         hostport = self.host if parts.port is None else "%s:%d" % (self.host, self.port)
-        self.base_headers = "Host: %s\r\nUser-Agent: gpufleet.serving.llm_benchmark\r\n" % hostport
-        if api_key:
-            self.base_headers += "Authorization: Bearer %s\r\n" % api_key
+        headers = dict({"Host": hostport}, **request_headers(api_key, USER_AGENT))
+        self.base_headers = "".join("%s: %s\r\n" % item for item in headers.items())
 
-    def post_bytes(self, path, body, close=False):
+    def post_bytes(self, path: str, body: bytes, close: bool = False) -> bytes:
         """The complete request bytes for a streaming POST of a JSON body."""
         head = (
             "POST %s%s HTTP/1.1\r\n%sContent-Type: application/json\r\n"
@@ -50,26 +54,26 @@ class Target(object):
         return head.encode("latin-1") + body
 
 
-class Handler(object):
+class Handler:
     """What a response is fed to; the load client subclasses it."""
 
-    def on_status(self, status, headers, now):
+    def on_status(self, status: int, headers: dict, now: float) -> None:
         pass
 
-    def on_event(self, data, now):
+    def on_event(self, data: bytes, now: float) -> None:
         """One SSE `data:` payload (bytes, stripped)."""
 
-    def on_error_body(self, data):
+    def on_error_body(self, data: bytes) -> None:
         pass
 
-    def on_end(self, now):
+    def on_end(self, now: float) -> None:
         pass
 
 
 class StreamProtocol(asyncio.Protocol):
     """One connection; one request in flight at a time (HTTP/1.1 without pipelining)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.transport = None
         self.closed = False
         self._reset(None, None)
@@ -87,10 +91,10 @@ class StreamProtocol(asyncio.Protocol):
         self.error_len = 0
 
     # asyncio callbacks -------------------------------------------------
-    def connection_made(self, transport):
+    def connection_made(self, transport: Any) -> None:
         self.transport = transport
 
-    def connection_lost(self, exc):
+    def connection_lost(self, exc: Any) -> None:
         self.closed = True
         if self.future is not None and not self.future.done():
             if self.state == "eof":  # body delimited by close: this is its end
@@ -98,7 +102,7 @@ class StreamProtocol(asyncio.Protocol):
             else:
                 self.future.set_exception(ConnectionError(str(exc) if exc else "connection closed by server"))
 
-    def data_received(self, data):
+    def data_received(self, data: bytes) -> None:
         now = time.perf_counter()
         if self.future is None or self.future.done():
             return  # bytes after a finished response (should not happen); ignore
@@ -110,20 +114,20 @@ class StreamProtocol(asyncio.Protocol):
                 self.future.set_exception(exc)
 
     # request -------------------------------------------------------------
-    def send(self, request_bytes, handler):
+    def send(self, request_bytes: bytes, handler: Any) -> Any:
         """Write a request; the returned future resolves when the response ends."""
         fut = asyncio.get_running_loop().create_future()
         self._reset(handler, fut)
         self.transport.write(request_bytes)
         return fut
 
-    def abort(self):
+    def abort(self) -> None:
         self.keep_alive = False
         if self.transport is not None:
             self.transport.abort()
 
     @property
-    def reusable(self):
+    def reusable(self) -> bool:
         return not self.closed and self.keep_alive
 
     # parsing -------------------------------------------------------------
@@ -242,11 +246,11 @@ class StreamProtocol(asyncio.Protocol):
         self.future.set_result(self.status)
 
 
-async def open_connection(target, timeout):
+async def open_connection(endpoint: Endpoint, timeout: float) -> StreamProtocol:
     """A connected StreamProtocol, or an exception after `timeout` seconds."""
     loop = asyncio.get_running_loop()
     unused, proto = await asyncio.wait_for(
-        loop.create_connection(StreamProtocol, target.host, target.port, ssl=target.ssl),
+        loop.create_connection(StreamProtocol, endpoint.host, endpoint.port, ssl=endpoint.ssl),
         timeout,
     )
     return proto

@@ -1,16 +1,16 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Argument-spec pieces gpu_release and gpu_info share, and error reporting."""
+"""Argument-spec pieces gpu_release and gpu_info share, and their checks."""
 
 from __future__ import annotations
 
 import math
 import pwd
+from typing import Any
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import DEFAULT_V1_RESERVE_MIB
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import HAS_PSUTIL, PSUTIL_IMPORT_ERROR
 
 COMMON_ARGS = dict(
     gpus=dict(type="raw", default="all"),
@@ -19,23 +19,6 @@ COMMON_ARGS = dict(
     v1_reserve_mib=dict(type="float", default=DEFAULT_V1_RESERVE_MIB),
     protect=dict(type="list", elements="str", default=[]),
 )
-
-
-def require_psutil(module):
-    if not HAS_PSUTIL:
-        from ansible.module_utils.basic import missing_required_lib
-        module.fail_json(msg=missing_required_lib("psutil", url="https://pypi.org/project/psutil/")
-                         + " (python -m pip install psutil)", exception=str(PSUTIL_IMPORT_ERROR))
-
-
-def fail_from(module, exc):
-    """Turn a GpuFleetError into fail_json, keeping any partial result."""
-    extra = dict(exc.details.get("result") or {}) if isinstance(exc, GpuFleetError) else {}
-    if isinstance(exc, MissingLibrary):
-        extra["missing_library"] = True
-    extra.pop("changed", None)
-    changed = bool((exc.details.get("result") or {}).get("changed")) if isinstance(exc, GpuFleetError) else False
-    module.fail_json(msg=exc.msg if isinstance(exc, GpuFleetError) else str(exc), changed=changed, **extra)
 
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
@@ -60,7 +43,7 @@ def _balanced(text):
     return not stack
 
 
-def regex_list(value, option):
+def regex_list(value: list | str | None, option: str) -> list:
     """A list of regexes from a YAML/JSON list, or from a comma-separated string.
 
     In k=v form (``patterns=a,b``) Ansible hands over one string. A comma inside a
@@ -83,7 +66,7 @@ def regex_list(value, option):
     return [p for p in pieces if p]
 
 
-def finite(value, msg, strict=False):
+def finite(value: float | None, msg: str, strict: bool = False) -> Any:
     """Refuse NaN, infinity and negative values (and 0 when strict) with `msg`.
 
     NaN compares false with every number, so `nan <= 0` lets it through a plain
@@ -95,7 +78,7 @@ def finite(value, msg, strict=False):
     return value
 
 
-def known_users(names, option="sweep_users"):
+def known_users(names: list, option: str = "sweep_users") -> None:
     """Refuse user names this host does not know: a typo would sweep nobody's processes."""
     unknown = []
     for name in names or []:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from typing import Any
 
 DEFAULT_DEVICES = "/dev"
 DEVICES_ENV = "GPUFLEET_NVIDIA_DEVICES"
@@ -46,7 +47,7 @@ _GPU_FILE = re.compile(r"^nvidia(\d+)$")
 _GPU_NAME = re.compile(r"(?:^|/)nvidia(\d+)$")
 
 
-def devices_dir(option_value):
+def devices_dir(option_value: str | None) -> str:
     """The option wins; else the environment (simulated hosts set it); else /dev."""
     return option_value or os.environ.get(DEVICES_ENV) or DEFAULT_DEVICES
 
@@ -58,13 +59,13 @@ class DeviceHolders:
     but never map it and hold no GPU memory; a CUDA context maps it.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.gpus = {}    # pid -> minors mapped
         self.opened = {}  # pid -> minors open (fd)
         self.control = set()
         self.unresolved = {}  # pid -> paths of nvidia-looking mappings whose device is unknown
 
-    def holders_of(self, minors, include_open=False):
+    def holders_of(self, minors: Any, include_open: bool = False) -> set:
         """PIDs that map one of `minors`; with include_open, also those that only have one open."""
         minors = set(minors)
         found = {pid for pid, held in self.gpus.items() if held & minors}
@@ -72,7 +73,7 @@ class DeviceHolders:
             found |= {pid for pid, held in self.opened.items() if held & minors}
         return found
 
-    def held_by(self, pid, include_open=False):
+    def held_by(self, pid: Any, include_open: bool = False) -> Any:
         held = set(self.gpus.get(pid, ()))
         if include_open:
             held |= self.opened.get(pid, set())
@@ -92,7 +93,7 @@ def _classify(path, prefix):
     return None
 
 
-def classify_stat(st, ids=None):
+def classify_stat(st: Any, ids: DeviceIds | None = None) -> int | str | None:
     """GPU minor, 'control' or None for a stat result of a mapped or open file."""
     if stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == NVIDIA_MAJOR:
         minor = os.minor(st.st_rdev)
@@ -105,7 +106,7 @@ def classify_stat(st, ids=None):
 class DeviceIds:
     """The device files of a devices directory, known by identity."""
 
-    def __init__(self, devices):
+    def __init__(self, devices: str) -> None:
         self.prefix = os.path.realpath(devices).rstrip("/") + "/"
         self.by_inode = {}
         for rel in self._entries(devices):
@@ -137,7 +138,7 @@ class DeviceIds:
                 pass
         return out
 
-    def may_hold(self, data):
+    def may_hold(self, data: bytes) -> bool:
         """Cheap test on a whole maps file: can any line refer to a device file?"""
         return any(needle in data for needle in self._needles)
 
@@ -149,7 +150,8 @@ def _record(result, pid, kind, mapped=True):
         (result.gpus if mapped else result.opened).setdefault(pid, set()).add(kind)
 
 
-def scan(devices, proc_root="/proc", pids=None, fds=True, ids=None, table=None, maps_all=True, also=()):
+def scan(devices: str, proc_root: str = "/proc", pids: Any = None, fds: bool = True, ids: Any = None, table: Any = None,
+         maps_all: bool = True, also: tuple = ()) -> DeviceHolders:
     """Scan processes' fds and memory maps for the device files.
 
     `pids`: only these (default: every visible process); `table`: their

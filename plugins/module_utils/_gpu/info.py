@@ -6,16 +6,19 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 
 
-def gather(gpus="all", devices=None, nvml_timeout=20.0, v1_reserve_mib=1024, protect=()):
+def gather(gpus: Any = "all", devices: str | None = None, nvml_timeout: float = 20.0, v1_reserve_mib: float = 1024,
+           protect: list | tuple = ()) -> dict:
     requested = parse_gpus(gpus)
     extra = compile_protect(protect)
     with NvmlSession(nvml_timeout) as session:
@@ -28,3 +31,8 @@ def gather(gpus="all", devices=None, nvml_timeout=20.0, v1_reserve_mib=1024, pro
         holders = _holders.scan(_holders.devices_dir(devices))
     return {"driver_version": driver, "gpu_count": count,
             "gpus": describe(records, holders, table, protection, v1_reserve_mib)}
+
+
+def gpu_facts(params: dict) -> dict:
+    """The gpu_info module's result from its parameters."""
+    return dict(gather(**{k: params[k] for k in COMMON_ARGS}), changed=False)

@@ -17,6 +17,7 @@ import os
 import select
 import signal
 import time
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, MissingLibrary
 
@@ -34,7 +35,7 @@ class NvmlError(GpuFleetError):
     pass
 
 
-def check_library():
+def check_library() -> None:
     try:
         import pynvml  # noqa: F401  pylint: disable=unused-import
     except ImportError:
@@ -115,7 +116,7 @@ def _serve(req_fd, rep_fd):
 class NvmlSession:
     """One NVML child for the module's lifetime; every call has a deadline."""
 
-    def __init__(self, timeout):
+    def __init__(self, timeout: Any) -> None:
         check_library()
         self.timeout = float(timeout)
         req_r, req_w = os.pipe()
@@ -172,7 +173,7 @@ class NvmlSession:
         line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
-    def snapshot(self, indices=None):
+    def snapshot(self, indices: Any = None) -> Any:
         """Per-GPU records; raises NvmlError naming any GPU NVML could not read."""
         try:
             self._req.write(json.dumps({"indices": list(indices) if indices is not None else None}) + "\n")
@@ -186,14 +187,14 @@ class NvmlSession:
                 "GPU %s: %s" % kv for kv in sorted(rep["errors"].items())), gpu_errors=rep["errors"])
         return rep["gpus"]
 
-    def kill(self):
+    def kill(self) -> None:
         try:
             os.kill(self.pid, signal.SIGKILL)
         except OSError:
             pass
         self._reap(block=False)
 
-    def close(self):
+    def close(self) -> None:
         try:
             self._req.close()
         except OSError:
@@ -238,11 +239,11 @@ def _init_message(hello):
     return "NVML failed to initialise: %s" % msg
 
 
-def to_mib(value):
+def to_mib(value: int | None) -> float | None:
     return None if value is None else round(value / float(MIB), 1)
 
 
-def gpu_memory_mib(rec, v1_reserve_mib=DEFAULT_V1_RESERVE_MIB):
+def gpu_memory_mib(rec: dict, v1_reserve_mib: Any = DEFAULT_V1_RESERVE_MIB) -> tuple:
     """(used, reserved, total) in MiB; `used` excludes the driver reserve.
 
     v2: NVML reports the reserve apart. v1: `used` includes it, so an assumed

@@ -14,10 +14,31 @@ import re
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
-# SGLang's own kill set (sglang 0.5.23: sglang/cli/killall.py, which also matches the
-# `sglang serve` entry point; older: scripts/killall_sglang.sh).
-SGLANG_PATTERNS = [r"sglang::", r"sglang\.launch_server", r"sglang\.bench",
-                   r"sglang\.data_parallel", r"sglang\.srt", r"sgl_diffusion::", r"sglang serve"]
+# Each engine's kill set, by name: the one place these regexes are written. The
+# sglang_server role and reset.yml read them through the gpufleet.serving.engine_patterns
+# lookup; scripts/gen_docs.py copies them into the docs. A new engine is a new key.
+ENGINE_PATTERNS = {
+    # SGLang's own kill set (sglang 0.5.23: sglang/cli/killall.py, which also matches the
+    # `sglang serve` entry point; older: scripts/killall_sglang.sh).
+    "sglang": [r"sglang::", r"sglang\.launch_server", r"sglang\.bench",
+               r"sglang\.data_parallel", r"sglang\.srt", r"sgl_diffusion::", r"sglang serve"],
+    # vLLM 0.33.0: engine cores and workers retitle themselves VLLM::EngineCore,
+    # VLLM::Worker_TP<r> and can outlive a killed API server (vllm issues 55510, 34643);
+    # the entry points run as python -m vllm.entrypoints.* (the set reset.yml always used).
+    "vllm": [r"VLLM::", r"vllm\.entrypoints"],
+}
+SGLANG_PATTERNS = ENGINE_PATTERNS["sglang"]
+
+
+def engine_patterns(engines: list[str]) -> list[str]:
+    """The kill set of each engine named, in order; InvalidInput for an unknown name."""
+    out = []
+    for name in engines:
+        if name not in ENGINE_PATTERNS:
+            raise InvalidInput("unknown engine %r; known engines: %s" % (name, ", ".join(sorted(ENGINE_PATTERNS))))
+        out.extend(ENGINE_PATTERNS[name])
+    return out
+
 
 # Command lines found on almost any GPU host that no server pattern should hit.
 # A pattern matching one of them would take out shells, daemons or notebooks.
@@ -43,7 +64,7 @@ CANARY_CMDLINES = [
 ]
 
 
-def compile_patterns(patterns, force_broad=False):
+def compile_patterns(patterns: list | None, force_broad: bool = False) -> list:
     """Return compiled regexes, or raise InvalidInput saying what to change."""
     compiled = []
     for raw in patterns or []:
@@ -75,5 +96,5 @@ def _refuse_broad(raw, regex):
             "or set force_broad: true" % (raw, hits[0]))
 
 
-def matches_any(regexes, cmdline):
+def matches_any(regexes: list, cmdline: str) -> bool:
     return any(r.search(cmdline) for r in regexes)

@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 import re
 import stat
+from typing import Any
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ansible_runs import ansible_pids
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ansible_runs import ansible_pids
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ancestors, descendants
 
 # GPU system daemons, by the base name of their executable.
@@ -36,11 +37,11 @@ COMM_LEN = 15  # the kernel cuts /proc/PID/comm to 15 characters
 SYSTEM_UID_MAX = 999  # login.defs SYS_UID_MAX: daemons' own accounts (nvidia-persistenced, nvidia-dcgm)
 
 
-def is_daemon_name(name):
+def is_daemon_name(name: str) -> bool:
     return name in DAEMONS
 
 
-def program_names(info):
+def program_names(info: Any) -> Any:
     """Names a process shows (comm and argv[0]): for reports, never for protection."""
     names = {info.name}
     if info.argv:
@@ -48,11 +49,11 @@ def program_names(info):
     return {n for n in names if n}
 
 
-def system_user(uid):
+def system_user(uid: int) -> bool:
     return uid is not None and 0 <= uid <= SYSTEM_UID_MAX
 
 
-def exe_file_trusted(info):
+def exe_file_trusted(info: Any) -> Any:
     """The executable behind /proc/PID/exe is root's and writable by root only."""
     try:
         st = os.stat("%s/%d/exe" % (info.proc_root, info.pid))
@@ -61,7 +62,7 @@ def exe_file_trusted(info):
     return stat.S_ISREG(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o022
 
 
-def daemon_identity(info, exe_trusted=exe_file_trusted):
+def daemon_identity(info: Any, exe_trusted: Any = exe_file_trusted) -> bool:
     """True when `info` is a GPU daemon by what it runs and who runs it."""
     if not system_user(info.uid):
         return False
@@ -73,7 +74,7 @@ def daemon_identity(info, exe_trusted=exe_file_trusted):
     return bool(info.argv) and is_daemon_name(os.path.basename(info.argv[0].split(" ")[0]))
 
 
-def compile_protect(patterns):
+def compile_protect(patterns: list | None) -> list:
     out = []
     for raw in patterns or []:
         if raw is None or str(raw).strip() == "":
@@ -88,7 +89,7 @@ def compile_protect(patterns):
 class Protection:
     """Decides, for a snapshot, which PIDs are protected and for what reason."""
 
-    def __init__(self, table, own_pid, extra_regexes=(), exe_trusted=exe_file_trusted):
+    def __init__(self, table: dict, own_pid: int, extra_regexes: list | tuple = (), exe_trusted: Any = exe_file_trusted) -> None:
         self.table = table
         self.own_pid = own_pid
         self.extra = list(extra_regexes)
@@ -104,12 +105,12 @@ class Protection:
         self._cache = {}
 
     @property
-    def ansible(self):
+    def ansible(self) -> set:
         if self._ansible is None:
             self._ansible = ansible_pids(self.table)
         return self._ansible
 
-    def reason(self, pid):
+    def reason(self, pid: int) -> str | None:
         """Why `pid` is protected, or None."""
         if pid not in self._cache:
             self._cache[pid] = self._reason(pid)

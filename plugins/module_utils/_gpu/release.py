@@ -9,21 +9,22 @@ import math
 import os
 import pwd
 import time
+from typing import Any
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
-from ansible_collections.gpufleet.serving.plugins.module_utils._safe_text import clean
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe, holder_record
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlError, NvmlSession, NvmlTimeout, gpu_memory_mib
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import compile_patterns, matches_any
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe, holder_record
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.signals import Target, close_all, release
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state
+from ansible_collections.gpufleet.serving.plugins.module_utils._safe_text import clean
 
 VERIFY_POLL = 0.02  # seconds between NVML reads while memory drains
 STUCK_AFTER = 2.0  # seconds of unchanged memory before checking who still holds it
@@ -40,11 +41,11 @@ class ReleaseOptions:
               "max_used_mib", "devices", "verify", "force_broad", "sweep_users",
               "nvml_timeout", "v1_reserve_mib", "respawn_settle")
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         for name in self.FIELDS:
             setattr(self, name, kwargs.get(name))
 
-    def validate(self):
+    def validate(self) -> None:
         if self.term_timeout is None or self.term_timeout < 0 or math.isnan(self.term_timeout):
             raise InvalidInput("term_timeout must be 0 (SIGKILL at once) or a positive number of seconds")
         finite(self.timeout, "timeout must be a positive number of seconds", strict=True)
@@ -71,7 +72,7 @@ class Plan:
     the device sweep scans /proc only while one of the selected GPUs is busy.
     """
 
-    def __init__(self, table, protection, regexes, minors, opts, holders, scoped=False, busy=None):
+    def __init__(self, table: Any, protection: Any, regexes: Any, minors: Any, opts: Any, holders: Any, scoped: bool = False, busy: Any = None) -> None:
         self.table = table
         self.protection = protection
         self.holdings = holders
@@ -109,7 +110,7 @@ class Plan:
         if not opts.sweep:
             self.sweep = {}
 
-    def targets(self, which):
+    def targets(self, which: Any) -> Any:
         return [Target(self.table[pid], reason) for pid, reason in sorted(which.items())]
 
 
@@ -118,7 +119,7 @@ def _user_ok(info, users):
 
 
 class Releaser:
-    def __init__(self, opts, check_mode=False):
+    def __init__(self, opts: Any, check_mode: bool = False) -> None:
         opts.validate()
         self.opts = opts
         self.check_mode = check_mode
@@ -207,16 +208,16 @@ class Releaser:
         self.matcher.check([info.cmdline for info in table.values() if info.argv], self.deadline)
 
     # -- the run -----------------------------------------------------------
-    def run(self):
+    def run(self) -> dict:
         try:
             result = self._run()
         except GpuFleetError as exc:
-            self._scope_result(exc.details.get("result"))
+            self._scope_result(exc.result)
             # Every string Ansible gets must be UTF-8, whatever a process calls itself.
             exc.msg = clean(exc.msg)
             exc.args = (exc.msg,)
-            if exc.details.get("result") is not None:
-                exc.details["result"] = clean(exc.details["result"])
+            if exc.result is not None:
+                exc.result = clean(exc.result)
             raise
         finally:
             if self.session is not None:
@@ -503,3 +504,10 @@ def _describe_holder(holder):
     if holder.get("protected"):
         text += ", protected: " + holder["protected"]
     return text + ")"
+
+
+def release_gpus(params: dict, check_mode: bool = False) -> dict:
+    """The gpu_release module's work: its parameters in, its result out (or a GpuFleetError)."""
+    opts = ReleaseOptions(**{k: params[k] for k in ReleaseOptions.FIELDS})
+    opts.patterns = regex_list(params["patterns"], "patterns")
+    return Releaser(opts, check_mode=check_mode).run()

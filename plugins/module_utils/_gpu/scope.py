@@ -37,6 +37,8 @@ a no-op on a host with thousands of idle processes stays cheap.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 
@@ -48,7 +50,7 @@ PLACED_ALL = "no placement, counts as every GPU"
 class GpuMap:
     """NVML index <-> device minor <-> UUID, from NVML records (or minors alone)."""
 
-    def __init__(self, records=(), minors=()):
+    def __init__(self, records: list | tuple = (), minors: Any = ()) -> None:
         self.index_of = {}
         self.minor_of = {}
         self.uuid_to_minor = {}
@@ -58,17 +60,17 @@ class GpuMap:
             if minor not in self.index_of:
                 self.add(minor, minor, None)
 
-    def add(self, index, minor, uuid):
+    def add(self, index: int, minor: int, uuid: str | None) -> None:
         self.index_of[minor] = index
         self.minor_of[index] = minor
         if uuid:
             self.uuid_to_minor[uuid] = minor
 
-    def indices(self, minors):
+    def indices(self, minors: set) -> list:
         """NVML indices for minors (a minor NVML did not name is taken as its index)."""
         return sorted(self.index_of.get(m, m) for m in minors)
 
-    def from_cvd(self, value):
+    def from_cvd(self, value: str) -> set | None:
         """Minors named by a CUDA_VISIBLE_DEVICES value; None when it cannot be placed."""
         out = set()
         for item in value.split(","):
@@ -92,7 +94,7 @@ class GpuMap:
 class Holdings:
     """Device holdings read lazily per process, and NVML's process lists."""
 
-    def __init__(self, devices, table, nvml_records=(), gpu_map=None, proc_root="/proc"):
+    def __init__(self, devices: Any, table: Any, nvml_records: tuple = (), gpu_map: Any = None, proc_root: str = "/proc") -> None:
         self.devices = devices
         self.table = table
         self.proc_root = proc_root
@@ -106,7 +108,7 @@ class Holdings:
             for proc in rec.get("processes", ()):
                 self.nvml.setdefault(proc["pid"], set()).add(rec["minor"])
 
-    def mapped(self, pid):
+    def mapped(self, pid: Any) -> Any:
         """Minors `pid` maps (its threads' maps when its leader has exited)."""
         if self._full is not None and self._thorough:
             return self._full.gpus.get(pid, set())
@@ -116,11 +118,11 @@ class Holdings:
             self._mapped[pid] = found.gpus.get(pid, set())
         return self._mapped[pid]
 
-    def held(self, pid):
+    def held(self, pid: Any) -> Any:
         """Minors a process sits on: mapped, or listed by NVML."""
         return self.mapped(pid) | self.nvml.get(pid, set())
 
-    def full(self, thorough=True):
+    def full(self, thorough: bool = True) -> Any:
         """Every visible process's mappings and fds.
 
         thorough: every process's maps (the device sweep, while a selected GPU
@@ -134,7 +136,7 @@ class Holdings:
             self._thorough = thorough
         return self._full
 
-    def holders_of(self, minors, scan_all):
+    def holders_of(self, minors: Any, scan_all: Any) -> Any:
         """PIDs that map one of `minors` (when scan_all) or that NVML lists on one."""
         minors = set(minors)
         found = {pid for pid, held in self.nvml.items() if held & minors}
@@ -143,7 +145,7 @@ class Holdings:
         return found
 
 
-def in_use(records, v1_reserve_mib, gpu_memory_mib):
+def in_use(records: list, v1_reserve_mib: int, gpu_memory_mib: Any) -> set:
     """Minors of the records that NVML shows as used (memory or a listed process)."""
     out = set()
     for rec in records:
@@ -152,7 +154,7 @@ def in_use(records, v1_reserve_mib, gpu_memory_mib):
     return out
 
 
-def matched_trees(table, matched, holds_selected):
+def matched_trees(table: dict, matched: set, holds_selected: Any) -> dict:
     """{root pid: set of member pids} for the matches, descent stopping at other sessions."""
     tree_of = {}
     trees = {}
@@ -176,7 +178,7 @@ def matched_trees(table, matched, holds_selected):
     return trees
 
 
-def place(tree, table, holdings):
+def place(tree: Any, table: Any, holdings: Any) -> Any:
     """(minors, placed_by) for a tree: by memory, else CUDA_VISIBLE_DEVICES, else every GPU (None)."""
     held = set()
     for pid in tree:
@@ -198,7 +200,7 @@ def place(tree, table, holdings):
     return None, PLACED_ALL
 
 
-def skipped_record(root, tree, table, minors, placed_by, gpu_map):
+def skipped_record(root: Any, tree: Any, table: Any, minors: Any, placed_by: Any, gpu_map: Any) -> Any:
     info = table[root]
     return {"pid": root, "user": info.user, "cmdline": info.cmdline,
             "pids": sorted(tree), "gpus": gpu_map.indices(minors), "placed_by": placed_by}

@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 
-def parse_gpus(value):
+def parse_gpus(value: Any) -> list | None:
     """Return None for all GPUs, else a sorted list of distinct indices."""
     if value is None:
         return None
@@ -35,7 +37,7 @@ def parse_gpus(value):
     return sorted(out)
 
 
-def check_against(selected, count):
+def check_against(selected: list | None, count: int) -> list:
     """Resolve the selection against the host's GPU count."""
     if selected is None:
         return list(range(count))

@@ -5,17 +5,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import gpu_memory_mib
 
 
-def holder_record(info, reason=None):
+def holder_record(info: Any, reason: Any = None) -> Any:
     rec = info.as_dict()
     if reason:
         rec["protected"] = reason
     return rec
 
 
-def describe(records, holders, table, protection, v1_reserve_mib):
+def describe(records: Any, holders: Any, table: Any, protection: Any, v1_reserve_mib: Any) -> Any:
     """Merge NVML records with the device-file scan into the reported GPU list.
 
     A GPU's holders are the processes with its device file open or mapped,

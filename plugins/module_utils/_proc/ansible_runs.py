@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 ENTRY_POINTS = frozenset(("ansible", "ansible-playbook", "ansible-runner", "ansible-console",
                           "ansible-pull", "ansible-inventory", "ansible-connection", "ansible-doc",
@@ -48,7 +49,7 @@ def _is_interpreter(name):
     return name.startswith("python") or name in ("pypy", "pypy3")
 
 
-def entry_point(argv):
+def entry_point(argv: list) -> str | None:
     """The Ansible entry point this argv runs, or None."""
     if not argv:
         return None
@@ -79,7 +80,7 @@ def _ssh_of_ansible(argv):
     return _base(title) in SSH_CLIENTS and any(mark in arg for arg in argv for mark in SSH_MARKS)
 
 
-def is_ansible(info):
+def is_ansible(info: Any) -> bool:
     """True for a process that is Ansible itself (not a child it started)."""
     argv = info.argv
     return bool(entry_point(argv) or _payload(argv) or _ssh_of_ansible(argv))
@@ -95,7 +96,7 @@ def _is_sshd_session(info):
     return bool(info.argv) and info.argv[0].startswith(SSHD_TITLES)
 
 
-def ansible_pids(table):
+def ansible_pids(table: dict) -> set:
     """PIDs of Ansible's processes in `table`, with the session processes carrying them."""
     found = {pid for pid, info in table.items() if info.argv and is_ansible(info)}
     for pid, info in table.items():  # ssh clients started by Ansible

@@ -24,11 +24,11 @@ MATCH_BUDGET = 2.0  # seconds any one snapshot's pattern matching may take
 
 
 class BoundedMatcher:
-    def __init__(self, regexes):
+    def __init__(self, regexes: list) -> None:
         self.regexes = [r for r in regexes if r is not None]
         self.checked = set()
 
-    def check(self, cmdlines, deadline):
+    def check(self, cmdlines: list, deadline: float) -> None:
         """Run every regex over the new `cmdlines` in a child; raise InvalidInput if one runs past the budget."""
         todo = sorted({c for c in cmdlines if c not in self.checked})
         if not todo or not self.regexes:

@@ -11,7 +11,7 @@ import socket
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import psutil
 
 
-def port_holder(host, port):
+def port_holder(host: str, port: int) -> str | None:
     """None when HOST:PORT can be bound now, else a description of the holder."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

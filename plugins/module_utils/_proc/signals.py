@@ -17,6 +17,7 @@ import os
 import select
 import signal
 import time
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state, leader_exited, term_blocked
@@ -32,7 +33,7 @@ KILL_RESERVE = 0.5
 class Target:
     """One process to release, pinned to the identity seen in the snapshot."""
 
-    def __init__(self, info, reason):
+    def __init__(self, info: Any, reason: str) -> None:
         self.info = info
         self.reason = reason
         self.signals = []
@@ -66,10 +67,10 @@ class Target:
             return False
 
     @property
-    def pid(self):
+    def pid(self) -> int:
         return self.info.pid
 
-    def send(self, sig, now):
+    def send(self, sig: Any, now: float) -> None:
         if self.gone:
             return
         try:
@@ -94,7 +95,7 @@ class Target:
             self.gone_at = now
             self.close()
 
-    def refresh(self, now):
+    def refresh(self, now: float) -> bool:
         """Non-blocking: has the process exited (or become a zombie)?"""
         if self.gone:
             return True
@@ -109,7 +110,7 @@ class Target:
                 self._mark_gone(now)
         return self.gone
 
-    def state(self):
+    def state(self) -> str:
         try:
             status = self._proc.status() if self._proc else "gone"
         except psutil.NoSuchProcess:
@@ -118,12 +119,12 @@ class Target:
             return group_state(self.pid) or status
         return status
 
-    def close(self):
+    def close(self) -> None:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
 
-    def result(self):
+    def result(self) -> dict:
         rec = self.info.as_dict()
         if not rec.get("cmdline"):
             rec["cmdline"] = self.cmdline or ("[%s]" % self.info.name if self.info.name else "")
@@ -137,7 +138,7 @@ class Target:
         return rec
 
 
-def wait_gone(targets, deadline):
+def wait_gone(targets: list, deadline: float) -> list:
     """Block until every target is gone or the monotonic deadline passes."""
     while True:
         now = time.monotonic()
@@ -152,7 +153,7 @@ def wait_gone(targets, deadline):
             time.sleep(wait)
 
 
-def release(targets, term_timeout, deadline, on_progress=None):
+def release(targets: list, term_timeout: float, deadline: float, on_progress: Any = None) -> list:
     """SIGTERM, wait up to term_timeout, SIGKILL the rest, wait to the deadline.
 
     A target that cannot act on SIGTERM (_threads.term_blocked) gets SIGKILL at
@@ -189,6 +190,6 @@ def release(targets, term_timeout, deadline, on_progress=None):
     return wait_gone(live, deadline)
 
 
-def close_all(targets):
+def close_all(targets: list) -> None:
     for target in targets:
         target.close()

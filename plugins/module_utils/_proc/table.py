@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pwd
+from typing import Any
 
 try:
     import psutil
@@ -24,6 +25,15 @@ except ImportError as exc:  # pragma: no cover - exercised on hosts without psut
     PSUTIL_IMPORT_ERROR = exc
 
 PROC = "/proc"
+
+
+def require_psutil(module: Any) -> None:
+    """Fail the module, the Ansible way, on a host without psutil (before any work starts)."""
+    if not HAS_PSUTIL:
+        from ansible.module_utils.basic import missing_required_lib
+        module.fail_json(msg=missing_required_lib("psutil", url="https://pypi.org/project/psutil/")
+                         + " (python -m pip install psutil)", exception=str(PSUTIL_IMPORT_ERROR))
+
 # include/linux/sched.h: "I am a kernel thread". PPID 2 is no proof: in a PID
 # namespace PID 2 is an ordinary process (the launcher under tini).
 PF_KTHREAD = 0x00200000
@@ -36,7 +46,7 @@ _UNSET = object()
 _USERS = {}
 
 
-def user_name(uid):
+def user_name(uid: int) -> str:
     """The account name of `uid` (as psutil says it), or the number as text."""
     if uid is None:
         return None
@@ -59,7 +69,8 @@ class ProcInfo:
     __slots__ = ("pid", "ppid", "create_time", "argv", "name", "status", "flags", "sid", "pgrp",
                  "threads", "_user", "_uid", "_exe", "_environ", "proc_root")
 
-    def __init__(self, pid, ppid, create_time, user, argv, name, status, **facts):
+    def __init__(self, pid: int, ppid: int, create_time: float, user: str | None, argv: list | None, name: str | None,
+                 status: str | None, **facts: Any) -> None:
         self.pid = pid
         self.ppid = ppid
         self.create_time = create_time
@@ -77,19 +88,19 @@ class ProcInfo:
         self.proc_root = facts.get("proc_root", PROC)
 
     @property
-    def cmdline(self):
+    def cmdline(self) -> str:
         # /proc/PID/cmdline joined with spaces; setproctitle pads with blanks.
         return " ".join(self.argv).strip()
 
     @property
-    def is_kernel_thread(self):
+    def is_kernel_thread(self) -> bool:
         if self.flags is not None:
             return bool(self.flags & PF_KTHREAD)
         # Hand-built records without flags: kthreadd itself.
         return self.pid == 2 and self.ppid == 0
 
     @property
-    def uid(self):
+    def uid(self) -> int:
         """Real user ID (from /proc/PID/status), None when unreadable."""
         if self._uid is _UNSET:
             self._uid = None
@@ -104,13 +115,13 @@ class ProcInfo:
         return self._uid
 
     @property
-    def user(self):
+    def user(self) -> str:
         if self._user is _UNSET:
             self._user = user_name(self.uid)
         return self._user
 
     @property
-    def exe(self):
+    def exe(self) -> str | None:
         """The executable's path (readlink of /proc/PID/exe), None when unreadable."""
         if self._exe is _UNSET:
             try:
@@ -120,18 +131,18 @@ class ProcInfo:
         return self._exe
 
     @property
-    def environ(self):
+    def environ(self) -> dict | None:
         """{name: value} from /proc/PID/environ, or None when it cannot be read."""
         if self._environ is _UNSET:
             self._environ = read_environ(self.pid, self.proc_root)
         return self._environ
 
-    def as_dict(self):
+    def as_dict(self) -> dict:
         return {"pid": self.pid, "user": self.user, "cmdline": self.cmdline,
                 "state": self.status}
 
 
-def read_environ(pid, proc_root=PROC):
+def read_environ(pid: int, proc_root: Any = PROC) -> dict | None:
     try:
         with open("%s/%d/environ" % (proc_root, pid), "rb") as handle:
             data = handle.read()
@@ -155,7 +166,7 @@ def _boot_time():
     return 0.0  # pragma: no cover
 
 
-def parse_stat(data):
+def parse_stat(data: bytes) -> tuple:
     """(comm, fields after comm) of a /proc/PID/stat line."""
     close = data.rindex(b")")
     return data[data.index(b"(") + 1:close], data[close + 2:].split()
@@ -171,8 +182,8 @@ def _argv(data):
     return text.split("\0") if "\0" in text else text.split(" ")
 
 
-def _read(path):
-    """The whole file, with raw os calls: cheaper than open() for thousands of small reads."""
+def read_file(path: str) -> bytes:
+    """The whole file (OSError when unreadable), with raw os calls: cheaper than open() for thousands of small reads."""
     fd = os.open(path, os.O_RDONLY)
     try:
         chunks = [os.read(fd, 4096)]
@@ -183,12 +194,12 @@ def _read(path):
     return b"".join(chunks)
 
 
-def read_one(pid, boot=None, proc_root=PROC):
+def read_one(pid: int, boot: float | None = None, proc_root: Any = PROC) -> ProcInfo | None:
     """ProcInfo for `pid` from /proc/PID/stat and cmdline, or None when it is gone."""
     base = "%s/%d" % (proc_root, pid)
     try:
-        stat = _read(base + "/stat")
-        cmd = _read(base + "/cmdline")
+        stat = read_file(base + "/stat")
+        cmd = read_file(base + "/cmdline")
         comm, fields = parse_stat(stat)
     except (OSError, ValueError):
         return None
@@ -203,7 +214,7 @@ def read_one(pid, boot=None, proc_root=PROC):
                     proc_root=proc_root)
 
 
-def snapshot(proc_root=PROC):
+def snapshot(proc_root: Any = PROC) -> dict:
     """Return {pid: ProcInfo} for every process visible now."""
     table = {}
     boot = _boot_time()
@@ -215,14 +226,14 @@ def snapshot(proc_root=PROC):
     return table
 
 
-def children_map(table):
+def children_map(table: dict) -> dict:
     kids = {}
     for info in table.values():
         kids.setdefault(info.ppid, []).append(info.pid)
     return kids
 
 
-def descendants(table, roots, stop=None):
+def descendants(table: dict, roots: list, stop: Any = None) -> set:
     """Every descendant of `roots` in the snapshot (roots excluded).
 
     `stop(pid)`: when true, the descent does not enter that process (nor below it).
@@ -237,7 +248,7 @@ def descendants(table, roots, stop=None):
     return found - set(roots)
 
 
-def ancestors(table, pid):
+def ancestors(table: dict, pid: int) -> list:
     """PIDs from `pid`'s parent up to the namespace's PID 1."""
     chain, seen = [], set()
     info = table.get(pid)
@@ -248,5 +259,5 @@ def ancestors(table, pid):
     return chain
 
 
-def self_pid():
+def self_pid() -> int:
     return os.getpid()

@@ -19,25 +19,28 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import read_file
+
 SIGTERM_BIT = 1 << (15 - 1)  # bit N-1 of the /proc/PID/status masks is signal N
 _DEAD = ("Z", "X", "x")
 _STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "T": "stopped", "t": "tracing-stop",
            "I": "idle", "W": "waking", "P": "parked"}
 
 
-def _read(path, mode="r"):
+def _read_or_none(path, binary=False):
+    """The file's bytes (binary) or text, or None when it cannot be read (the task is gone)."""
     try:
-        with open(path, mode) as handle:
-            return handle.read()
+        data = read_file(path)
     except OSError:
         return None
+    return data if binary else data.decode("utf-8", "replace")
 
 
 def _state_of(stat_text):
     return stat_text.rsplit(")", 1)[1].split()[0] if stat_text else None
 
 
-def live_tasks(pid, proc="/proc"):
+def live_tasks(pid: int, proc: str = "/proc") -> list:
     """[(tid, state letter)] of the threads of `pid` that have not exited."""
     try:
         tids = os.listdir("%s/%d/task" % (proc, pid))
@@ -45,29 +48,29 @@ def live_tasks(pid, proc="/proc"):
         return []
     out = []
     for tid in sorted(tids, key=lambda t: int(t) if t.isdigit() else 0):
-        state = _state_of(_read("%s/%d/task/%s/stat" % (proc, pid, tid)))
+        state = _state_of(_read_or_none("%s/%d/task/%s/stat" % (proc, pid, tid)))
         if state and state not in _DEAD:
             out.append((int(tid), state))
     return out
 
 
-def leader_exited(pid, proc="/proc"):
+def leader_exited(pid: int, proc: str = "/proc") -> list:
     """The live threads of a group whose leader is a zombie, else []."""
-    if _state_of(_read("%s/%d/stat" % (proc, pid))) != "Z":
+    if _state_of(_read_or_none("%s/%d/stat" % (proc, pid))) != "Z":
         return []
     return live_tasks(pid, proc)
 
 
-def group_cmdline(pid, proc="/proc"):
+def group_cmdline(pid: int, proc: str = "/proc") -> str:
     """The command line read through a live thread (the leader's reads empty once it exited)."""
     for tid, _state in live_tasks(pid, proc):
-        raw = _read("%s/%d/task/%d/cmdline" % (proc, pid, tid), "rb")
+        raw = _read_or_none("%s/%d/task/%d/cmdline" % (proc, pid, tid), binary=True)
         if raw:
             return raw.replace(b"\0", b" ").decode("utf-8", "surrogateescape").strip()
     return ""
 
 
-def group_state(pid, proc="/proc"):
+def group_state(pid: int, proc: str = "/proc") -> str:
     """E.g. 'sleeping (main thread exited, 3 threads live)', or None when the leader is not a zombie."""
     tasks = leader_exited(pid, proc)
     if not tasks:
@@ -88,9 +91,9 @@ def _masks(text):
     return out
 
 
-def term_blocked(pid, proc="/proc"):
+def term_blocked(pid: int, proc: str = "/proc") -> str | None:
     """Why `pid` cannot act on SIGTERM, or None when it can."""
-    status = _masks(_read("%s/%d/status" % (proc, pid)))
+    status = _masks(_read_or_none("%s/%d/status" % (proc, pid)))
     if not status:
         return None
     if status.get("SigIgn", 0) & SIGTERM_BIT:
@@ -102,7 +105,7 @@ def term_blocked(pid, proc="/proc"):
     if tasks:
         blocked = 0
         for tid, _state in tasks:
-            masks = _masks(_read("%s/%d/task/%d/status" % (proc, pid, tid)))
+            masks = _masks(_read_or_none("%s/%d/task/%d/status" % (proc, pid, tid)))
             if masks.get("SigBlk", 0) & SIGTERM_BIT:
                 blocked += 1
         if blocked == len(tasks):

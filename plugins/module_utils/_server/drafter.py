@@ -20,7 +20,7 @@ EAGLE_ARCHITECTURES = ("LlamaForCausalLMEagle", "Qwen2ForCausalLMEagle", "Mistra
                        "MistralLarge3ForCausalLMEagle")
 
 
-def load_config(model_path, role):
+def load_config(model_path: str, role: str) -> dict:
     path = os.path.join(model_path, "config.json")
     try:
         with open(path) as handle:
@@ -34,7 +34,7 @@ def load_config(model_path, role):
     return config.get("text_config", config) if role == "target" else config
 
 
-def check_speculative_numbers(num_steps, eagle_topk, num_draft_tokens):
+def check_speculative_numbers(num_steps: int | None, eagle_topk: int | None, num_draft_tokens: int | None) -> None:
     given = [v is not None for v in (num_steps, eagle_topk, num_draft_tokens)]
     if any(given) and not all(given):
         raise InvalidInput("num_steps, eagle_topk and num_draft_tokens go together: set all three or none "
@@ -49,7 +49,7 @@ def check_speculative_numbers(num_steps, eagle_topk, num_draft_tokens):
                                "num_steps=%d (expected %d)" % (num_draft_tokens, num_steps, num_steps + 1))
 
 
-def check_architectures(archs):
+def check_architectures(archs: list) -> None:
     """Refuse a drafter whose architectures SGLang does not load as an EAGLE-3 draft model."""
     if any(a in EAGLE3_ARCHITECTURES for a in archs):
         return
@@ -64,7 +64,7 @@ def check_architectures(archs):
                        "(expected %s)" % (archs, expected))
 
 
-def check_pair(drafter, target):
+def check_pair(drafter: dict, target: dict) -> dict:
     """Raise InvalidInput naming the field and both values at the first mismatch."""
     archs = drafter.get("architectures") or []
     check_architectures(archs)
@@ -84,3 +84,11 @@ def check_pair(drafter, target):
     return {"architectures": archs, "hidden_size": drafter.get("hidden_size"),
             "vocab_size": drafter.get("vocab_size"), "draft_vocab_size": draft_vocab,
             "aux_layer_ids": aux, "target_num_hidden_layers": layers}
+
+
+def check_drafter(params: dict) -> dict:
+    """The drafter_check module's result: the speculative numbers and the drafter/target pair checked."""
+    check_speculative_numbers(params["num_steps"], params["eagle_topk"], params["num_draft_tokens"])
+    drafter = check_pair(load_config(params["draft_model_path"], "drafter"),
+                         load_config(params["target_model_path"], "target"))
+    return {"changed": False, "drafter": drafter}

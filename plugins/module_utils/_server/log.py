@@ -14,6 +14,7 @@ import collections
 import datetime
 import os
 import re
+from typing import Any
 
 # Phases in start-up order. Both servers load weights, size the KV cache and
 # capture CUDA graphs before the HTTP server listens (connection refused until then).
@@ -112,7 +113,7 @@ _TS_VLLM = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:
 MAX_LINE = 400  # a returned line is cut here (tqdm bars can be very long)
 
 
-def clean_line(raw):
+def clean_line(raw: str) -> str:
     """Last carriage-return segment (what a terminal shows), stripped and cut."""
     text = raw.rstrip("\r\n").split("\r")[-1].rstrip()
     if not text:
@@ -120,14 +121,14 @@ def clean_line(raw):
     return text[:MAX_LINE]
 
 
-def detect_flavor(line):
+def flavor_of_line(line: str) -> str | None:
     for flavor, pattern in _FLAVOR_MARKERS:
         if pattern.search(line):
             return flavor
     return None
 
 
-def match_phase(line, flavor=None):
+def match_phase(line: str, flavor: str | None = None) -> str | None:
     """Phase a line announces, or None. flavor None accepts both servers' rules."""
     for rule_flavor, phase, pattern in _PHASE_RULES:
         if rule_flavor and flavor and rule_flavor != flavor:
@@ -141,14 +142,14 @@ def match_phase(line, flavor=None):
     return None
 
 
-def match_cause(line):
+def match_cause(line: str) -> str | None:
     for kind, _text, pattern in CAUSES:
         if pattern.search(line):
             return kind
     return None
 
 
-def parse_timestamp(line):
+def parse_timestamp(line: str) -> Any:
     """datetime of a log line's own timestamp, or None."""
     found = _TS_SGLANG.search(line)
     if found:
@@ -160,7 +161,7 @@ def parse_timestamp(line):
     return None
 
 
-def diagnose(causes, exit_code=None):
+def diagnose(causes: dict, exit_code: int | None = None) -> dict:
     """One cause from the first log line of each kind seen and the exit code.
 
     causes: dict kind -> line. Returns {kind, message, line, exit_code}.
@@ -181,10 +182,10 @@ def diagnose(causes, exit_code=None):
     return {"kind": "exited", "message": message, "line": None, "exit_code": exit_code}
 
 
-class LogState(object):
+class LogState:
     """What the log said so far: flavor, first line of each phase and cause, last lines."""
 
-    def __init__(self, flavor=None, tail_lines=30):
+    def __init__(self, flavor: str | None = None, tail_lines: int = 30) -> None:
         self.flavor = flavor
         self.phases = []  # dicts: name, at, line, log_offset
         self.causes = {}
@@ -193,13 +194,13 @@ class LogState(object):
         self._first_ts = None
 
     @property
-    def phase(self):
+    def phase(self) -> str | None:
         """Latest phase by start-up order (lines of TP ranks interleave)."""
         if not self.phases:
             return None
         return max(self.phases, key=lambda p: PHASES.index(p["name"]))["name"]
 
-    def feed(self, raw, at):
+    def feed(self, raw: str, at: float) -> dict | None:
         """Take one log line seen `at` seconds after the wait began; return a new phase dict or None."""
         line = clean_line(raw)
         if not line:
@@ -209,7 +210,7 @@ class LogState(object):
         if stamp is not None and self._first_ts is None:
             self._first_ts = stamp
         if self.flavor is None:
-            self.flavor = detect_flavor(line)
+            self.flavor = flavor_of_line(line)
         cause = match_cause(line)
         if cause and cause not in self.causes:
             self.causes[cause] = line
@@ -225,20 +226,20 @@ class LogState(object):
         return entry
 
 
-class LogFollower(object):
+class LogFollower:
     """Reads a growing log file from where it left off; survives truncation and late creation."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         self._pos = 0
         self._partial = b""
         self._inode = None
 
-    def read_lines(self, final=False):
+    def read_lines(self, final: bool = False) -> list:
         """New complete lines (str). final=True also returns a last unterminated line."""
         try:
             handle = open(self.path, "rb")
-        except (IOError, OSError):
+        except OSError:
             return []
         with handle:
             stat = os.fstat(handle.fileno())

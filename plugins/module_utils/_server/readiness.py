@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.log import LogFollower, LogState, diagnose
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import make_watch
@@ -22,17 +24,14 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch imp
 HEARTBEAT_S = 10.0  # a progress line at least this often, so `tail -f` shows life
 
 
-class WaitFailed(Exception):
-    def __init__(self, msg, result):
-        Exception.__init__(self, msg)
-        self.msg = msg
-        self.result = result
+class WaitFailed(GpuFleetError):
+    """The server died or was not ready in time; `result` is the wait's result so far."""
 
 
-class Progress(object):
+class WaitProgress:
     """Human-readable progress lines for `tail -f` while the module runs."""
 
-    def __init__(self, path, secrets=(), clock=time.time):
+    def __init__(self, path: str | None, secrets: list | tuple = (), clock: Any = time.time) -> None:
         self.path = path
         self.secrets = [s for s in secrets if s]
         self.clock = clock
@@ -40,7 +39,7 @@ class Progress(object):
         if path:
             open(path, "w").close()  # one wait per file: start empty
 
-    def write(self, at, text):
+    def write(self, at: float, text: str) -> None:
         if not self.path:
             return
         for secret in self.secrets:
@@ -51,13 +50,13 @@ class Progress(object):
             handle.write("%s %8.1fs %s\n" % (stamp, at, text))
         self.last_write = at
 
-    def heartbeat(self, at, text):
+    def heartbeat(self, at: float, text: str) -> None:
         if self.path and (self.last_write is None or at - self.last_write >= HEARTBEAT_S):
             self.write(at, text)
 
 
-class Waiter(object):
-    def __init__(self, params, client=None, watch=None, clock=time.monotonic, sleep=time.sleep):
+class Waiter:
+    def __init__(self, params: dict, client: HttpClient | None = None, watch: Any = None, clock: Any = time.monotonic, sleep: Any = time.sleep) -> None:
         self.p = params
         self.clock = clock
         self.sleep = sleep
@@ -67,17 +66,17 @@ class Waiter(object):
         flavor = params.get("flavor") or "auto"
         self.log = LogState(None if flavor == "auto" else flavor, params.get("log_tail_lines", 30))
         self.follower = LogFollower(params["log_path"]) if params.get("log_path") else None
-        self.progress = Progress(params.get("progress_file"), secrets=[params.get("api_key")])
+        self.progress = WaitProgress(params.get("progress_file"), secrets=[params.get("api_key")])
         self.start = None
         self.health = None
         self.proc = None
         self.generate = None
 
     # --- one step each -------------------------------------------------
-    def elapsed(self):
+    def elapsed(self) -> float:
         return self.clock() - self.start
 
-    def read_log(self, final=False):
+    def read_log(self, final: bool = False) -> None:
         if not self.follower:
             return
         at = self.elapsed()
@@ -86,11 +85,11 @@ class Waiter(object):
             if entry:
                 self.progress.write(at, "phase=%s  %s" % (entry["name"], entry["line"]))
 
-    def check_health(self):
+    def check_health(self) -> bool:
         self.health = self.client.get(self.p.get("health_path", "/health"), self.p.get("request_timeout", 1.0))
         return self.health.status == 200
 
-    def model_name(self):
+    def model_name(self) -> Any:
         if self.p.get("model"):
             return self.p["model"]
         answer = self.client.get("/v1/models", self.p.get("request_timeout", 1.0))
@@ -99,7 +98,7 @@ class Waiter(object):
             return data[0].get("id")
         return None
 
-    def check_generate(self):
+    def check_generate(self) -> Any:
         """One-token completion; True when it answered with a choice."""
         began = self.clock()
         model = self.model_name()
@@ -115,7 +114,7 @@ class Waiter(object):
                          "latency": round(self.clock() - began, 3)}
         return ok
 
-    def model_info(self):
+    def model_info(self) -> dict | None:
         """SGLang: /model_info (old: /get_model_info); vLLM (or neither): /v1/models."""
         timeout = max(self.p.get("request_timeout", 1.0), 5.0)
         if self.log.flavor != "vllm":
@@ -128,7 +127,7 @@ class Waiter(object):
         return answer.json() if answer.status == 200 else None
 
     # --- results -------------------------------------------------------
-    def result(self, **extra):
+    def result(self, **extra: Any) -> dict:
         health = self.health
         out = {
             "changed": False,
@@ -146,7 +145,7 @@ class Waiter(object):
         out.update(extra)
         return out
 
-    def died(self):
+    def died(self) -> tuple:
         self.read_log(final=True)  # the last lines a dying server wrote name the cause
         cause = diagnose(self.log.causes, self.proc.exit_code)
         tail = list(self.log.tail)
@@ -160,7 +159,7 @@ class Waiter(object):
         self.progress.write(self.elapsed(), "FAILED: " + cause["message"])
         return msg, self.result(ready=False, cause=cause, log_tail=tail)
 
-    def timed_out(self):
+    def timed_out(self) -> tuple:
         phase = self.log.phase
         since = ""
         if phase:
@@ -178,13 +177,13 @@ class Waiter(object):
                                 log_tail=list(self.log.tail))
 
     # --- the loop --------------------------------------------------------
-    def readiness_check(self):
+    def readiness_check(self) -> bool:
         """Health (and generation): runs in a probe thread. True when ready."""
         if not self.check_health():
             return False
         return self.check_generate() if self.p.get("generate_check") else True
 
-    def watch_process(self):
+    def watch_process(self) -> None:
         """Read the log and check the process; raise WaitFailed when it died."""
         self.read_log()
         self.proc = self.watch.poll()
@@ -192,20 +191,20 @@ class Waiter(object):
             msg, result = self.died()
             raise WaitFailed(msg, result)
 
-    def ready(self):
+    def ready(self) -> dict:
         elapsed = round(self.elapsed(), 3)
         self.read_log(final=True)
         self.progress.write(elapsed, "READY (health %s)" % self.health.status)
         return self.result(ready=True, elapsed=elapsed, model_info=self.model_info())
 
-    def run(self, check_mode=False):
+    def run(self, check_mode: bool = False) -> dict:
         self.start = self.clock()
         self.progress.write(0.0, "waiting for %s" % self.client.url(self.p.get("health_path", "/health")))
         if check_mode:
             return self.report()
         interval = self.p.get("poll_interval", 0.2)
         deadline = self.start + self.p.get("timeout", 1800)
-        probe = _Probe(self.readiness_check)
+        probe = _ProbeThread(self.readiness_check)
         while True:
             began = self.clock()
             self.watch_process()
@@ -221,7 +220,7 @@ class Waiter(object):
                 self.progress.heartbeat(self.elapsed(), "phase=%s health=%s" % (self.log.phase, health))
             self.sleep(max(0.0, min(interval - (self.clock() - began), deadline - self.clock())))
 
-    def report(self):
+    def report(self) -> dict:
         """Check mode: one probe, no waiting, no failing (the launch did not run either)."""
         try:
             self.watch_process()
@@ -232,7 +231,7 @@ class Waiter(object):
         return self.result(ready=False, model_info=None)
 
 
-class _Probe(object):
+class _ProbeThread:
     """Runs one readiness check at a time in a daemon thread (a hung one never blocks exit)."""
 
     def __init__(self, check):
@@ -258,6 +257,12 @@ class _Probe(object):
         return bool(outcome)
 
 
-def wait_for_server(params, check_mode=False):
-    """Entry point for the module. Returns the result dict or raises WaitFailed."""
+POSITIVE_OPTIONS = ("timeout", "poll_interval", "request_timeout", "generate_timeout")
+
+
+def wait_for_server(params: dict, check_mode: bool = False) -> dict:
+    """Entry point for the module. Returns the result dict or raises WaitFailed (InvalidInput for bad options)."""
+    for name in POSITIVE_OPTIONS:
+        if params.get(name) is not None and params[name] <= 0:
+            raise InvalidInput("%s must be greater than 0" % name)
     return Waiter(params).run(check_mode=check_mode)

@@ -21,11 +21,11 @@ import time
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ports import port_holder
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo, psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.signals import Target, wait_gone
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo, psutil
 
 
-def read_state(path):
+def read_state(path: str) -> dict | None:
     try:
         with open(path) as handle:
             return json.load(handle)
@@ -37,7 +37,7 @@ def _write_state(path, state):
     write_atomic(path, json.dumps(state), mode=0o600)
 
 
-def running_target(state):
+def running_target(state: dict | None) -> Target | None:
     """A Target pinned to the recorded server, or None when it is gone."""
     if not state:
         return None
@@ -46,7 +46,7 @@ def running_target(state):
     return None if target.gone else target
 
 
-def status(state_path):
+def status(state_path: str) -> dict:
     state = read_state(state_path)
     target = running_target(state)
     out = {"running": target is not None, "state_file": state_path}
@@ -58,7 +58,8 @@ def status(state_path):
     return out
 
 
-def start(argv, env, log_path, state_path, fingerprint, listen=None, cwd=None):
+def start(argv: list, env: dict | None, log_path: str, state_path: str, fingerprint: str | None, listen: tuple | None = None,
+          cwd: str | None = None) -> dict:
     """Launch ARGV in its own session; fail naming the holder if the port is taken."""
     if listen:
         holder = port_holder(listen[0], int(listen[1]))
@@ -95,7 +96,7 @@ def start(argv, env, log_path, state_path, fingerprint, listen=None, cwd=None):
     return state
 
 
-def stop(state_path, stop_timeout):
+def stop(state_path: str, stop_timeout: float) -> tuple:
     """SIGTERM the recorded process group, wait for the leader, SIGKILL what is left.
 
     Returns (changed, details).
@@ -140,3 +141,28 @@ def _group_members(pgid, not_before):
         if not target.gone:
             out.append(target)
     return out
+
+
+def supervise(params: dict, check_mode: bool = False) -> dict:
+    """The server_process module's result for `state` started, stopped or status."""
+    now = status(params["state_file"])
+    if params["state"] == "status":
+        return dict(now, changed=False)
+    if params["state"] == "stopped":
+        if check_mode or not now["running"]:
+            if not check_mode:
+                stop(params["state_file"], params["stop_timeout"])  # drops a stale state file
+            return {"changed": now["running"], "running": False}
+        changed, details = stop(params["state_file"], params["stop_timeout"])
+        return {"changed": changed, "running": False, "pid": now.get("pid"), "stop": details}
+    if now["running"]:
+        if now.get("fingerprint") != params["fingerprint"]:
+            raise GpuFleetError("a server with another configuration runs (pid %s); stop it first" % now.get("pid"))
+        return dict(now, changed=False)
+    if check_mode:
+        return {"changed": True, "running": True}
+    listen = (params["listen_host"], params["listen_port"]) if params["listen_port"] else None
+    state = start(params["argv"], params["env"], params["log_path"], params["state_file"],
+                  params["fingerprint"], listen=listen)
+    return {"changed": True, "running": True, "pid": state["pid"], "fingerprint": state["fingerprint"],
+            "log_path": state["log_path"]}

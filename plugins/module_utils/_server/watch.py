@@ -13,22 +13,23 @@ from __future__ import annotations
 
 import os
 import subprocess
+from typing import Any
 
 
-class ProcState(object):
+class ProcState:
     """alive: True, False, or None (not known yet, e.g. the pidfile is not written yet)."""
 
-    def __init__(self, alive, pid=None, exit_code=None, detail=""):
+    def __init__(self, alive: bool | None, pid: int | None = None, exit_code: int | None = None, detail: str = "") -> None:
         self.alive = alive
         self.pid = pid
         self.exit_code = exit_code
         self.detail = detail
 
-    def as_dict(self):
+    def as_dict(self) -> dict:
         return {"alive": self.alive, "pid": self.pid, "exit_code": self.exit_code, "detail": self.detail}
 
 
-def decode_wait_status(status):
+def decode_wait_status(status: int) -> int:
     """Exit code, or minus the signal number, from a raw wait status."""
     if os.WIFSIGNALED(status):
         return -os.WTERMSIG(status)
@@ -37,12 +38,12 @@ def decode_wait_status(status):
     return None
 
 
-def read_proc_stat(pid, proc="/proc"):
+def read_proc_stat(pid: int, proc: str = "/proc") -> tuple | None:
     """(state, start_time, exit_code or None) of a PID, or None if there is no such process."""
     try:
         with open("%s/%d/stat" % (proc, pid)) as handle:
             text = handle.read()
-    except (IOError, OSError):
+    except OSError:
         return None
     # comm (field 2) is in parentheses and may hold spaces: split after the last ')'.
     rest = text[text.rindex(")") + 2:].split()
@@ -53,10 +54,10 @@ def read_proc_stat(pid, proc="/proc"):
     return state, start_time, exit_code
 
 
-class PidWatch(object):
+class PidWatch:
     """Watches one PID, or the PID a pidfile names (re-read each poll: a relaunch may rewrite it)."""
 
-    def __init__(self, pid=None, pidfile=None, proc="/proc"):
+    def __init__(self, pid: int | None = None, pidfile: str | None = None, proc: str = "/proc") -> None:
         self.pid = pid
         self.pidfile = pidfile
         self.proc = proc
@@ -66,11 +67,11 @@ class PidWatch(object):
         try:
             with open(self.pidfile) as handle:
                 text = handle.read().strip()
-        except (IOError, OSError):
+        except OSError:
             return None
         return int(text) if text.isdigit() else None
 
-    def poll(self):
+    def poll(self) -> ProcState:
         if self.pidfile:
             named = self._pid_from_file()
             if named is None and self.pid is None:
@@ -90,7 +91,7 @@ class PidWatch(object):
         return ProcState(True, self.pid)
 
 
-def parse_systemctl_show(text):
+def parse_systemctl_show(text: str) -> dict:
     values = {}
     for line in text.splitlines():
         key, sep, value = line.partition("=")
@@ -99,12 +100,12 @@ def parse_systemctl_show(text):
     return values
 
 
-class SystemdWatch(object):
+class SystemdWatch:
     """Watches a unit through `systemctl show` (ActiveState, MainPID, exit status)."""
 
     PROPS = ("MainPID", "ActiveState", "SubState", "ExecMainCode", "ExecMainStatus")
 
-    def __init__(self, unit, systemctl="systemctl", runner=None):
+    def __init__(self, unit: str, systemctl: str = "systemctl", runner: Any = None) -> None:
         self.unit = unit
         self.command = [systemctl, "show", unit] + ["--property=%s" % p for p in self.PROPS]
         self.runner = runner or self._run
@@ -112,13 +113,13 @@ class SystemdWatch(object):
     @staticmethod
     def _run(command):
         # No AnsibleModule here (the watcher also runs outside a module), and run_command has no timeout.
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
-                              universal_newlines=True, timeout=5, check=False)
+        proc = subprocess.run(command, capture_output=True,  # pylint: disable=ansible-bad-function
+                              text=True, timeout=5, check=False)
         if proc.returncode != 0:
             raise OSError("%s failed: %s" % (" ".join(command), proc.stderr.strip()))
         return proc.stdout
 
-    def poll(self):
+    def poll(self) -> ProcState:
         values = parse_systemctl_show(self.runner(self.command))
         active, sub = values.get("ActiveState", ""), values.get("SubState", "")
         pid = int(values.get("MainPID") or 0) or None
@@ -136,12 +137,12 @@ class SystemdWatch(object):
         return ProcState(True, pid, detail="unit %s is %s/%s" % (self.unit, active, sub))
 
 
-class NoWatch(object):
-    def poll(self):
+class NoWatch:
+    def poll(self) -> ProcState:
         return ProcState(None)
 
 
-def make_watch(pid=None, pidfile=None, systemd_unit=None, systemctl="systemctl"):
+def make_watch(pid: int | None = None, pidfile: Any = None, systemd_unit: str | None = None, systemctl: str = "systemctl") -> NoWatch | PidWatch | SystemdWatch:
     if systemd_unit:
         return SystemdWatch(systemd_unit, systemctl)
     if pid or pidfile:

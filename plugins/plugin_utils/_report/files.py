@@ -29,7 +29,7 @@ def _differs(path, data):
     try:
         with open(path, "rb") as fh:
             return fh.read() != data
-    except (IOError, OSError):
+    except OSError:
         return True
 
 

@@ -125,7 +125,7 @@ def fleet_side(host_sides, notes, side):
     if not present:
         return None
     by_level = {}
-    for host, summ in present.items():
+    for summ in present.values():
         for r in summ["levels"]:
             if r["output_tok_s"] is None:
                 continue

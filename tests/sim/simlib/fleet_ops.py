@@ -114,7 +114,7 @@ def _start(fleet, hosts, gpus, extra_env):
                                      "unshare_start": fleet_proc.start_time(proc.pid)})
     for host in hosts:
         proc = procs[host.name]
-        child = fleet_proc.wait_until(lambda: fleet_proc.children_of(proc.pid), INIT_TIMEOUT)
+        child = fleet_proc.wait_until(lambda: fleet_proc.children_of(proc.pid), INIT_TIMEOUT)  # noqa: B023
         if not child:
             raise FleetError("%s: unshare made no namespace (exit %s)\n%s"
                              % (host.name, proc.poll(), host.console_tail()))
@@ -181,7 +181,7 @@ def down(fleet_dir, say=print):
         waits.append((host, state, ns))
 
     def all_gone():
-        for host, state, ns in waits:
+        for _host, state, ns in waits:
             if ns and fleet_proc.pids_in_ns(ns):
                 return False
             for key in ("init", "unshare"):

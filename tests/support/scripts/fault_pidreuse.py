@@ -17,13 +17,12 @@ import sys
 import time
 
 import _bootstrap  # noqa: F401,E402  pylint: disable=unused-import  (a program: the collection on sys.path)
-
 import setproctitle  # noqa: E402
-
 from simlib import fakegpu  # noqa: E402
-from tests.support import procfs  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable  # noqa: E402
+
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release as _release  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable  # noqa: E402  # noqa: E402
+from tests.support import procfs  # noqa: E402
 
 
 def main(root, control=False):

@@ -11,6 +11,7 @@ import sys
 import time
 
 import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: the collection on sys.path)
+
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml as _nvml  # noqa: E402
 from tests.support.procfs import alive as helper_alive  # noqa: E402
 

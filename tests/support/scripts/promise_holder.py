@@ -24,7 +24,6 @@ import threading
 import time
 
 import _bootstrap  # noqa: F401,E402  pylint: disable=unused-import  (a program: tests/sim on sys.path)
-
 from simlib import fakegpu  # noqa: E402
 
 

@@ -13,9 +13,9 @@ import signal
 import subprocess
 import sys
 
+import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: tests.support on sys.path)
 import setproctitle
 
-import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: tests.support on sys.path)
 from tests.support.paths import SIMCTL
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -40,15 +40,14 @@ import sys
 import time
 
 import _bootstrap  # noqa: F401,E402  pylint: disable=unused-import  (a program: the collection on sys.path)
-
 import setproctitle  # noqa: E402
-
 from simlib import fakegpu  # noqa: E402
 from simlib.gpu_cli import daemon_exe  # noqa: E402
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import ReleaseOptions, Releaser  # noqa: E402
 from tests.support import procfs  # noqa: E402
 from tests.support.procfs import starttime  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import Releaser, ReleaseOptions  # noqa: E402
 
 NOBODY = 65534
 GPUS = 8
@@ -196,7 +195,7 @@ def oracle(nodes, opts, selected):
                 tree_of[member] = top
                 trees.setdefault(top, []).append(member)
     scoped = opts["gpus"] != "all"
-    for top, members in trees.items():
+    for members in trees.values():
         held = set()
         for m in members:
             if not protected(nodes[m]):
@@ -374,7 +373,7 @@ def run_in_process(trial):
     try:
         return Releaser(opts, check_mode=trial["check_mode"]).run(), None
     except GpuFleetError as exc:
-        return exc.details.get("result"), exc.msg
+        return exc.result, exc.msg
 
 
 def one_trial(root, trial, runner):

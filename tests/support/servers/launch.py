@@ -12,7 +12,7 @@ import urllib.request
 STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin.py")
 
 
-class StandIn(object):
+class StandIn:
     """standin.py in a child process; READY <port> on its stdout."""
 
     def __init__(self, *args):

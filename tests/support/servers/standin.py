@@ -61,7 +61,7 @@ SERVING_MODEL = "test-model"
 LOOPBACK = "127.0.0.1"
 
 
-class State(object):
+class State:
     def __init__(self, args):
         self.args = args
         self.ready = not args.log  # a start-up turns ready at its end
@@ -329,7 +329,7 @@ async def serve_now(args):
 
 # ---- a start-up first -----------------------------------------------------------------------
 
-class Startup(object):
+class Startup:
     """The start-up of a real server, written to --log; HTTP is served by the loop above."""
 
     def __init__(self, args):

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import accept as ba  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import accept as ba
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response
 
 PAGE = """# HELP sglang:generation_tokens_total Number of generation tokens processed.
 # TYPE sglang:generation_tokens_total counter
@@ -85,7 +86,7 @@ def test_detect_flavor(models, metrics, info, flavor):
     assert ba.detect_flavor(models, metrics, info) == flavor
 
 
-class FakeProbe(object):
+class FakeClient:
     def __init__(self, pages, info=None):
         self.pages = list(pages)
         self.info = info
@@ -93,21 +94,21 @@ class FakeProbe(object):
     def get(self, path):
         assert path == "/metrics"
         if not self.pages:
-            return 404, ""
-        return 200, self.pages.pop(0)
+            return Response(404, b"")
+        return Response(200, self.pages.pop(0).encode())
 
     def get_json(self, path):
         return self.info
 
 
 def test_meter_falls_back_to_server_info_without_metrics():
-    meter = ba.AcceptanceMeter(FakeProbe([], {"speculative_algorithm": "EAGLE3",
-                                              "internal_states": [{"avg_spec_accept_length": 3.1}]}), "sglang")
+    meter = ba.AcceptanceMeter(FakeClient([], {"speculative_algorithm": "EAGLE3",
+                                               "internal_states": [{"avg_spec_accept_length": 3.1}]}), "sglang")
     before = meter.snapshot()
     assert before is None
     assert meter.measure(before) == (3.1, "server_info")
 
 
 def test_meter_unknown_flavor_reads_nothing():
-    meter = ba.AcceptanceMeter(FakeProbe([]), "unknown")
+    meter = ba.AcceptanceMeter(FakeClient([]), "unknown")
     assert meter.snapshot() is None and meter.measure(None) == (None, None)

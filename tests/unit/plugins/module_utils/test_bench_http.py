@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stream as bh  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record, request_body  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stream as bh
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record, request_body
 
 
-class Transport(object):
+class Transport:
     def __init__(self):
         self.written = b""
         self.closed = self.aborted = False
@@ -121,13 +121,13 @@ def test_chat_reasoning_and_stream_error_events():
 
 
 def test_target_parses_base_url_and_builds_requests():
-    t = bh.Target("http://10.0.0.5:30000/v1/", api_key="k")
+    t = bh.Endpoint("http://10.0.0.5:30000/v1/", api_key="k")
     assert (t.host, t.port, t.prefix) == ("10.0.0.5", 30000, "")
     raw = t.post_bytes("/v1/completions", b"{}")
     assert raw.startswith(b"POST /v1/completions HTTP/1.1\r\nHost: 10.0.0.5:30000\r\n")
     assert b"Authorization: Bearer k\r\n" in raw and raw.endswith(b"Content-Length: 2\r\n\r\n{}")
     with pytest.raises(ValueError):
-        bh.Target("ftp://x")
+        bh.Endpoint("ftp://x")
 
 
 @pytest.mark.parametrize("api", ["completions", "chat"])

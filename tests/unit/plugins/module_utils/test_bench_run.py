@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import run as br  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import run as br
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 
 def test_server_rate_over_the_level():
@@ -34,7 +34,7 @@ def test_random_lengths_follow_the_range_ratio():
 
 def test_progress_lines(tmp_path):
     path = tmp_path / "d" / "p.log"
-    prog = br.Progress(str(path), 2)
+    prog = br.LevelProgress(str(path), 2)
     prog.level_start(0, 4, None, 12)
     lv = {"concurrency": 4, "request_rate": None, "level_span_s": 1.5, "completed": 8, "requests": 8,
           "output_tok_s": 100.0, "ttft_ms": {"p50": 20.0}, "tpot_ms": {"p50": 10.0}}
@@ -45,10 +45,10 @@ def test_progress_lines(tmp_path):
     assert lines[1].endswith("level 1/2 concurrency 4: 12 requests sent...")
     assert "level 1/2 concurrency 4: done in 1.5s, 8/8 ok, 100.0 tok/s, TTFT p50 20.0 ms" in lines[2]
     assert lines[3].endswith("level 2/2 rate 2.5 req/s: 10 requests sent...")
-    br.Progress(None, 2).level_start(0, 1, None, 1)  # no file: nothing happens
+    br.LevelProgress(None, 2).level_start(0, 1, None, 1)  # no file: nothing happens
     (tmp_path / "f").write_text("")
     with pytest.raises(InvalidInput, match="cannot write progress_file"):
-        br.Progress(str(tmp_path / "f" / "p.log"), 1)  # its directory is a file
+        br.LevelProgress(str(tmp_path / "f" / "p.log"), 1)  # its directory is a file
 
 
 @pytest.mark.parametrize("bad", [
@@ -63,7 +63,7 @@ def test_bad_options_are_refused(bad):
 
 
 def test_peak_in_flight():
-    class R(object):
+    class R:
         def __init__(self, start, end):
             self.start, self.end = start, end
     assert br._peak_in_flight([R(0, 2), R(1, 3), R(2, 4), R(5, 6)]) == 2

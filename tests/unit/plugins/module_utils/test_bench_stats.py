@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stats as bs  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stats as bs
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record
 
 
 def rec(start, first, chunk_times, cums, tokens, end=None, status=200, error=None):
@@ -28,7 +28,7 @@ def test_percentile_interpolates_like_numpy(q, expected):
 
 def test_percentile_of_nothing_is_none():
     assert bs.percentile([], 50) is None
-    assert bs.describe([]) == {"mean": None, "p50": None, "p90": None, "p99": None}
+    assert bs.percentiles([]) == {"mean": None, "p50": None, "p90": None, "p99": None}
 
 
 def test_itl_is_per_token_with_multi_token_chunks():

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import drafter as _drafter
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import drafter as _drafter
 
 TARGET = {"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "vocab_size": 163840,
           "num_hidden_layers": 61}

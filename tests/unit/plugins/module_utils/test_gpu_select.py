@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import selection as sel
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import selection as sel
 
 
 @pytest.mark.parametrize("value, expected", [

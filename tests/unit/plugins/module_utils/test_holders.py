@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders
 from tests.support import procfs
 from tests.support.polling import poll
 

@@ -16,10 +16,9 @@ import subprocess
 import sys
 
 import pytest
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml as nvml
 from simlib import fakegpu
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml
 from tests.support.paths import COLLECTIONS, SCRIPTS, SIM
 
 MIB = 1024 * 1024

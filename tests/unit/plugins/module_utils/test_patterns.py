@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns
 
 SGLANG_TITLES = [
     "python3 -m sglang.launch_server --model-path /models/kimi-k2.5 --tp-size 8 --port 30000",

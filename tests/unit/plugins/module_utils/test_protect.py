@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import protect as protect
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import protect
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import PF_KTHREAD, ProcInfo
 
 ANSIBLE = "/usr/bin/python3 /usr/bin/ansible-playbook -i hosts playbooks/swap_to_eagle.yml"

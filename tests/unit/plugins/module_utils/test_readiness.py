@@ -10,12 +10,12 @@ import time
 
 import pytest
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import readiness as rd  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import ProcState  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import ProcState
 
 
-class Clock(object):
+class Clock:
     def __init__(self):
         self.now = 100.0
 
@@ -26,7 +26,7 @@ class Clock(object):
         self.now += seconds
 
 
-class Client(object):
+class Client:
     """Answers /health from a script (one item per call, the last repeats)."""
 
     base_url = "http://127.0.0.1:30000"
@@ -53,7 +53,7 @@ class Client(object):
         return self.routes.get(("POST", path), Response(404, b"{}"))
 
 
-class Watch(object):
+class Watch:
     def __init__(self, states):
         self.states = list(states)
 

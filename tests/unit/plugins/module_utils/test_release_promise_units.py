@@ -15,14 +15,13 @@ import time
 import psutil
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as sig
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc import threads as _threads
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as sig
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import threads as _threads
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
 from ansible_collections.gpufleet.serving.plugins.module_utils._safe_text import clean
-
 from tests.support.polling import poll
 from tests.support.procfs import state as proc_state
 
@@ -138,8 +137,8 @@ def test_known_users():
 
 
 def test_eperm_message_for_a_non_root_user_says_become(monkeypatch):
-    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release as _release
     from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release as _release
 
     class Denied:  # the parts of a _signals.Target that _fail_if_denied reads
         pid, denied, signals, info = 4242, True, [], ProcInfo(4242, 1, 0.0, "root", ["sglang::x"], "x", "sleeping")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput  # noqa: E402
 
 
 def lv(c, tps, p50=100.0, p99=200.0, accept=None, failed=0):

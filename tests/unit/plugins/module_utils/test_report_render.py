@@ -11,11 +11,11 @@ import pathlib
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp
 
 
 def lv(c, tps, p50, p99, accept=None):

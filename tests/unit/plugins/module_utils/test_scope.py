@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as scope
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
 
 

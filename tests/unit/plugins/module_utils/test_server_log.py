@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import log as log  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
 
 SGLANG_PHASES = [
     ("[2025-12-23 14:18:00] Init torch distributed begin.", "init"),
@@ -109,7 +109,7 @@ def test_startup_complete_without_flavor_is_only_http():
     ("Loading safetensors checkpoint shards: 100% Completed | 9/9 [00:29<00:00,  3.28s/it]", None),
 ])
 def test_detect_flavor(line, flavor):
-    assert log.detect_flavor(line) == flavor
+    assert log.flavor_of_line(line) == flavor
 
 
 CAUSE_LINES = [

@@ -24,9 +24,9 @@ import re
 
 import pytest
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as _patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import drafter as _drafter  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as _patterns  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import log as log  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 
@@ -188,7 +188,7 @@ def test_sglang_flavor_marker_of_the_server_args_line():
     root, _version = sources("sglang")
     (text,) = set(emitted(root / "srt/entrypoints/engine.py", "server_args=",
                           {"_server_args_for_logging(server_args)": "{'model_path': '/m'}"}))
-    assert log.detect_flavor("[2026-12-03 05:00:00] " + text) == "sglang"
+    assert log.flavor_of_line("[2026-12-03 05:00:00] " + text) == "sglang"
 
 
 def test_real_killall_patterns_are_the_default_kill_set():

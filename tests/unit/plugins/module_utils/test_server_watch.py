@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import watch as watch  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import watch
 
 
 def fake_stat(proc, pid, state="S", start=1000, wait_status=0, comm="python3 (x)"):

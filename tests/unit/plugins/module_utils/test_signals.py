@@ -15,7 +15,6 @@ import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as sig
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
-
 from tests.support.polling import poll
 from tests.support.procfs import state as proc_state
 

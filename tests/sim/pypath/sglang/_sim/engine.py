@@ -162,7 +162,7 @@ class Engine:
                 time.sleep(delay)
             elif delay < -0.25:
                 step_end = time.monotonic()  # fell far behind: do not burst to catch up
-            produced = self._step(batch, window)
+            self._step(batch, window)
             steps += 1
             if steps % DECODE_LOG_INTERVAL == 0:
                 self._log_decode(log, window, len(batch))

@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Write the facts that docs must show, from the one place each is defined.
+
+  - engine kill patterns: plugins/module_utils/_gpu/patterns.py ENGINE_PATTERNS
+  - protected GPU daemons: plugins/module_utils/_gpu/protect.py DAEMONS
+  - role variables: roles/*/meta/argument_specs.yml
+
+Each generated block sits between two marker lines, which keep their indentation:
+
+  # BEGIN GENERATED <name> (scripts/gen_docs.py)      (YAML, in DOCUMENTATION strings)
+  <!-- BEGIN GENERATED <name> (scripts/gen_docs.py) -->  (Markdown)
+  ...
+  # END GENERATED <name>  /  <!-- END GENERATED <name> -->
+
+Usage: python scripts/gen_docs.py           rewrite the blocks in place
+       python scripts/gen_docs.py --check   list stale files, exit 1 if any
+(tests/unit/test_generated_docs.py runs --check, so CI fails on drift.)
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import sys
+import textwrap
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MARKER = re.compile(r"^(?P<indent>\s*)(?P<open>#|<!--) BEGIN GENERATED (?P<name>[\w-]+)\b.*$")
+ROLES = ("sglang_server", "eagle_drafter")
+
+
+def _constant(relpath, name):
+    """A literal constant of a module_utils file, read without importing Ansible."""
+    with open(os.path.join(REPO, relpath), encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise LookupError("%s has no literal %s" % (relpath, name))
+
+
+def engine_patterns():
+    return _constant("plugins/module_utils/_gpu/patterns.py", "ENGINE_PATTERNS")
+
+
+def daemons():
+    return list(_constant("plugins/module_utils/_gpu/protect.py", "DAEMONS"))
+
+
+def _yaml_item(text, width=100):
+    """A YAML list item, single-quoted, folded at spaces (a line break reads as a space)."""
+    lines = textwrap.wrap(text.replace("'", "''"), width, break_long_words=False, break_on_hyphens=False)
+    return "- '%s'" % "\n  ".join(lines)
+
+
+def _markdown_text(text):
+    """Ansible doc markup (C() V() O() E() P() I()) as Markdown."""
+    text = re.sub(r"P\(([\w.]+)#\w+\)", r"`\1`", text)
+    text = re.sub(r"[CVOE]\(([^)]*)\)", r"`\1`", text)
+    text = re.sub(r"I\(([^)]*)\)", r"*\1*", text)
+    return text.replace("|", "\\|")
+
+
+def _markdown_default(spec):
+    if spec.get("required"):
+        return "required"
+    if "default" not in spec or spec["default"] is None:
+        return "null"
+    value = spec["default"]
+    if isinstance(value, str):
+        return "`%s`" % value if value else '`""`'
+    if isinstance(value, bool):
+        return "`%s`" % str(value).lower()
+    if isinstance(value, list) and value:
+        return ", ".join("`%s`" % str(v).replace("|", "\\|") for v in value)
+    return "`%s`" % json.dumps(value)
+
+
+# --- generated blocks: name -> function(kind) returning lines (without indentation) ---
+
+def _engine_patterns(kind):
+    rows = list(engine_patterns().items())
+    if kind == "yaml":
+        return [_yaml_item("V(%s): %s." % (n, ", ".join("C(%s)" % p for p in pats))) for n, pats in rows]
+    return ["- `%s`: %s" % (n, ", ".join("`%s`" % p for p in pats)) for n, pats in rows]
+
+
+def _gpu_daemons(kind):
+    if kind == "yaml":
+        return [_yaml_item("The GPU system daemons: %s." % ", ".join("C(%s)" % d for d in daemons()))]
+    return ["GPU daemons, by executable: %s." % ", ".join("`%s`" % d for d in daemons())]
+
+
+def _sglang_kill_set(kind):
+    if kind != "yaml":
+        raise ValueError("sglang-kill-set is a YAML block")
+    return ["default:"] + ["  " + _yaml_item(p) for p in engine_patterns()["sglang"]]
+
+
+def _role_variables(role):
+    def render(kind):
+        if kind != "markdown":
+            raise ValueError("role variables are a Markdown block")
+        path = os.path.join(REPO, "roles", role, "meta", "argument_specs.yml")
+        with open(path, encoding="utf-8") as handle:
+            options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+        lines = ["| name | default | meaning |", "| --- | --- | --- |"]
+        for name, spec in options.items():
+            desc = spec.get("description", "")
+            desc = " ".join(desc) if isinstance(desc, list) else desc
+            lines.append("| `%s` | %s | %s |" % (name, _markdown_default(spec), _markdown_text(desc)))
+        return lines
+    return render
+
+
+BLOCKS = {
+    "engine-patterns": _engine_patterns,
+    "gpu-daemons": _gpu_daemons,
+    "sglang-kill-set": _sglang_kill_set,
+}
+BLOCKS.update({"role-variables-%s" % r: _role_variables(r) for r in ROLES})
+
+FILES = [
+    "plugins/doc_fragments/gpu.py",
+    "plugins/modules/gpu_release.py",
+    "plugins/lookup/engine_patterns.py",
+    "roles/sglang_server/meta/argument_specs.yml",
+    "docs/gpu_release.md",
+] + ["roles/%s/README.md" % r for r in ROLES]
+
+
+def render(text):
+    """`text` with every generated block rewritten."""
+    out, lines, i = [], text.splitlines(keepends=True), 0
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        i += 1
+        found = MARKER.match(line)
+        if not found:
+            continue
+        name, indent = found.group("name"), found.group("indent")
+        kind = "yaml" if found.group("open") == "#" else "markdown"
+        end = re.compile(r"^\s*%s END GENERATED %s\b" % (re.escape(found.group("open")), re.escape(name)))
+        while i < len(lines) and not end.match(lines[i]):
+            i += 1
+        if i == len(lines):
+            raise ValueError("BEGIN GENERATED %s has no END marker" % name)
+        out.extend(indent + line + "\n" for body in BLOCKS[name](kind) for line in body.split("\n"))
+    return "".join(out)
+
+
+def main(argv):
+    check = "--check" in argv
+    stale = []
+    for rel in FILES:
+        path = os.path.join(REPO, rel)
+        with open(path, encoding="utf-8") as handle:
+            old = handle.read()
+        new = render(old)
+        if new != old:
+            stale.append(rel)
+            if not check:
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(new)
+    if check and stale:
+        sys.stderr.write("generated docs are stale, run python scripts/gen_docs.py: %s\n" % ", ".join(stale))
+        return 1
+    for rel in stale:
+        print("rewrote %s" % rel)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
