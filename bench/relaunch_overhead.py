@@ -20,7 +20,9 @@ From each run's own output (-v) it takes the role's facts: sglang_server_result.
   overhead = wall time of ansible-playbook - ready_seconds (the largest of the hosts)
 
 i.e. Ansible's start-up, SSH, the role's checks, the stop, the GPU release and verification,
-and the launch itself. Prints medians (min-max); asserts nothing about time.
+and the launch itself. It also counts the tasks that ran on sim-h1 (ok or changed, not
+skipped or included): a figure that does not depend on how loaded the machine is.
+Prints medians (min-max); asserts nothing about time.
 
     .venv/bin/python bench/relaunch_overhead.py [--runs 5] [--ssh-port 2611] [--server-port 30611]
 
@@ -57,7 +59,7 @@ def run_playbook(inventory, extra_vars, limit=None):
     if proc.returncode != 0:
         sys.exit("ansible-playbook failed (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout[-4000:],
                                                                proc.stderr[-2000:]))
-    return wall, parse_facts(proc.stdout)
+    return wall, parse_facts(proc.stdout), count_tasks(proc.stdout, "sim-h1")
 
 
 def parse_facts(out):
@@ -73,6 +75,12 @@ def parse_facts(out):
     return facts
 
 
+def count_tasks(out, host):
+    """Tasks that ran on HOST: result lines `ok: [HOST]` or `changed: [HOST]` (skips and includes not counted)."""
+    return sum(1 for line in out.splitlines()
+               if line.startswith(("ok: [%s]" % host, "changed: [%s]" % host)))
+
+
 def summary(values):
     if not values:
         return "-"
@@ -86,7 +94,7 @@ def measure(name, inventory, runs, hosts, base_vars, counter, limit=None, change
         if change:
             counter[0] += 1
         extra["sglang_server_max_running_requests"] = counter[0]
-        wall, facts = run_playbook(inventory, extra, limit)
+        wall, facts, tasks = run_playbook(inventory, extra, limit)
         results = [facts.get(h, {}).get("sglang_server_result") for h in hosts]
         if any(r is None for r in results):
             sys.exit("%s: no sglang_server_result for %s" % (name, hosts))
@@ -97,7 +105,7 @@ def measure(name, inventory, runs, hosts, base_vars, counter, limit=None, change
         release = [float(facts[h]["sglang_server_teardown"]["release_seconds"])
                    for h in hosts if "sglang_server_teardown" in facts.get(h, {})]
         rows.append({"wall": wall, "ready": ready, "overhead": wall - ready,
-                     "release": max(release) if release else None})
+                     "release": max(release) if release else None, "tasks": tasks})
     return rows
 
 
@@ -134,13 +142,14 @@ def main():
 
     print("relaunch overhead, simulated fleet (fast profile), %d runs each; seconds, median (min-max)"
           % args.runs)
-    print("%-15s %-20s %-20s %-20s %-20s" % ("run", "wall", "ready_seconds", "overhead",
-                                             "gpu_release"))
+    print("%-15s %-20s %-20s %-20s %-20s %s" % ("run", "wall", "ready_seconds", "overhead",
+                                                "gpu_release", "tasks on sim-h1"))
     for name, rows in results.items():
-        print("%-15s %-20s %-20s %-20s %-20s" % (
+        print("%-15s %-20s %-20s %-20s %-20s %d" % (
             name, summary([r["wall"] for r in rows]), summary([r["ready"] for r in rows]),
             summary([r["overhead"] for r in rows]),
-            summary([r["release"] for r in rows if r["release"] is not None])))
+            summary([r["release"] for r in rows if r["release"] is not None]),
+            statistics.median(r["tasks"] for r in rows)))
     one = statistics.median(r["overhead"] for r in results["swap x1"])
     two = statistics.median(r["overhead"] for r in results["swap x2"])
     noop = statistics.median(r["wall"] for r in results["noop x2"])

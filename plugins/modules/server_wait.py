@@ -115,6 +115,14 @@ options:
       - Timeout in seconds of the one-token generation of O(generate_check).
     type: float
     default: 60
+  progress_interval:
+    description:
+      - Print a progress line in the play's output every this many seconds (host, URL, seconds waited,
+        start-up phase). The module's action plugin runs the wait in slices of this length on the host,
+        one task and one result; at O(timeout) it fails naming the phase and the last log lines.
+      - Unset, the wait is one module run, silent until it ends. Ignored in check mode and with C(async).
+    type: float
+    version_added: 0.1.0
   progress_file:
     description:
       - File the module rewrites with one line per phase change and a heartbeat every 10 seconds
@@ -125,6 +133,7 @@ notes:
   - With none of O(pid), O(pidfile) and O(systemd_unit) the module only polls HTTP and cannot fail fast on a crash.
   - To show progress in a play, run the task with C(async) and C(poll=0), then poll it with
     M(ansible.builtin.async_status) while the host's O(progress_file) shows the phase; see EXAMPLES.
+    Simpler, set O(progress_interval) and the play prints the phase itself.
 seealso:
   - name: SGLang server arguments
     description: Launch flags, health and model info endpoints.
@@ -152,6 +161,14 @@ EXAMPLES = r"""
     generate_check: true
     api_key: "{{ vault_vllm_api_key }}"
     log_path: /var/log/vllm.log
+
+- name: Wait up to 30 minutes, printing the phase every 30 seconds
+  gpufleet.serving.server_wait:
+    url: http://127.0.0.1:30000
+    pid: "{{ sglang_launch.pid }}"
+    log_path: /var/log/sglang/server.log
+    timeout: 1800
+    progress_interval: 30
 
 - name: Start the wait in the background so progress can be shown
   gpufleet.serving.server_wait:
@@ -349,6 +366,8 @@ def main():
             request_timeout=dict(type="float", default=1.0),
             generate_timeout=dict(type="float", default=60),
             progress_file=dict(type="path"),
+            # Used by the action plugin (plugins/action/server_wait.py), which runs the module in slices.
+            progress_interval=dict(type="float"),
         ),
         mutually_exclusive=[("pid", "pidfile", "systemd_unit")],
         supports_check_mode=True,

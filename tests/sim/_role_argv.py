@@ -1,18 +1,22 @@
 """The launch command lines the roles compose, rendered from the role files themselves.
 
 Ansible's own templar evaluates, in task order, the set_fact and include_role expressions
-of roles/eagle_drafter/tasks/main.yml and roles/sglang_server/tasks/command.yml, and the
-secret --config file's content from roles/sglang_server/tasks/launch.yml, over the role
-defaults and an inventory's group_vars. No play runs, so this takes well under a second
-and follows any change to those files.
+of roles/eagle_drafter/tasks/main.yml, the arguments that roles/sglang_server/tasks/command.yml
+hands to gpufleet.serving.server_plan, and the secret --config file's content from
+roles/sglang_server/tasks/launch.yml, over the role defaults and an inventory's group_vars;
+server_plan's own compose() (plugins/module_utils/_server/plan.py) then builds the argv. No
+play runs, so this takes well under a second and follows any change to those files.
 """
 import glob
 import os
 
 import yaml
 from ansible.errors import AnsibleError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLES = os.path.join(REPO, "roles")
@@ -58,6 +62,17 @@ def _set_facts(variables, tasks_file, only=None):
             variables.update(rendered)
 
 
+def _plan_params(variables):
+    """The server_plan arguments of command.yml, rendered; types as the module's argument_spec has them."""
+    (task,) = [t for t in _load(os.path.join(ROLES, "sglang_server", "tasks", "command.yml"))
+               if "gpufleet.serving.server_plan" in t]
+    params = {k: _render(variables, v) for k, v in task["gpufleet.serving.server_plan"].items()}
+    params["enable_metrics"] = boolean(params["enable_metrics"])
+    for name in ("speculative_args", "extra_args"):
+        params[name] = [str(a) for a in params[name] or []]
+    return params
+
+
 def inventory_vars(inventory=EXAMPLE):
     """Role defaults, then the inventory's group_vars (the later file wins)."""
     variables = {}
@@ -79,9 +94,10 @@ def render(eagle=False, api_key="", overrides=None, inventory=EXAMPLE):
             tasks = os.path.join(ROLES, "eagle_drafter", "tasks", name)
             if os.path.exists(tasks):
                 _set_facts(variables, tasks)
-    command = os.path.join(ROLES, "sglang_server", "tasks", "command.yml")
-    wanted = {"_sglang_server_secret_config", "_sglang_server_entry_point", "_sglang_server_argv"}
-    _set_facts(variables, command, only=wanted)
+    composed = _plan.compose(_plan_params(variables))
+    variables["_sglang_server_secret_config"] = composed["paths"]["secret_config"]
+    variables["_sglang_server_entry_point"] = composed["entry_point"]
+    variables["_sglang_server_argv"] = composed["argv"]
     secret = None
     if api_key:
         for task in _load(os.path.join(ROLES, "sglang_server", "tasks", "launch.yml")):

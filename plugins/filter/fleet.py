@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters of the fleet playbooks: per-host decisions and the lines they print.
+
+Each filter is documented in its own sidecar file (plugins/filter/NAME.yml), as
+ansible-core documents its own filters; the code is in plugin_utils/_report/outcome.py.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome
+
+
+class FilterModule:
+    """gpufleet.serving filters for the playbooks."""
+
+    def filters(self):
+        return {
+            "server_left": outcome.server_left,
+            "failure_reason": outcome.failure_reason,
+            "swap_line": outcome.swap_line,
+            "base_line": outcome.base_line,
+            "bench_line": outcome.bench_line,
+            "launch_line": outcome.launch_line,
+            "teardown_line": outcome.teardown_line,
+            "swap_start": outcome.swap_start,
+            "swap_record": outcome.swap_record,
+            "swap_failure": outcome.swap_failure,
+            "report_lines": outcome.report_lines,
+            "not_ok": outcome.not_ok,
+            "reset_summary": outcome.reset_summary,
+            "reset_table": outcome.reset_table,
+        }

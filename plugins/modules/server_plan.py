@@ -1,0 +1,335 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: server_plan
+short_description: Compose an SGLang launch, read what runs, and decide keep, relaunch or stop
+version_added: 0.1.0
+description:
+  - The first step of P(gpufleet.serving.sglang_server#role), in one call - it composes the C(sglang serve)
+    command line and what the supervisor starts, the environment, the paths and the configuration
+    fingerprint; reads what runs now (the state file of M(gpufleet.serving.server_process) or the systemd
+    unit with its recorded fingerprint); asks a running server with the same fingerprint for C(/health);
+    and decides.
+  - The decision is V(keep) when O(state=started) and the same configuration runs and answers 200 on
+    C(/health), V(stop) when O(state=stopped), and V(relaunch) otherwise. Before a relaunch it also reads
+    the host's sglang version (without importing sglang), whether the entry point exists, and whether
+    the log and state directories exist with the role's modes.
+  - The API key never enters the command line - with a key, the argv carries C(--config SECRET_FILE) and the
+    supervisor starts the role's C(log_redact.py) in front of the server; only the key's digest enters the
+    fingerprint.
+  - Only reads; never changes anything on the host (C(changed) is always false).
+author:
+  - gpufleet.serving maintainers (@gpufleet)
+requirements:
+  - psutil
+extends_documentation_fragment:
+  - gpufleet.serving.attributes
+  - gpufleet.serving.attributes.INFO_MODULE
+options:
+  state:
+    description: What the role is asked to do. V(restarted) always relaunches.
+    type: str
+    choices: [started, stopped, restarted]
+    default: started
+  model_path:
+    description: C(--model-path). Required unless O(state=stopped).
+    type: str
+    default: ""
+  served_model_name:
+    description: C(--served-model-name); empty leaves it out.
+    type: str
+    default: ""
+  tp_size:
+    description: C(--tp-size), written as given.
+    type: raw
+    default: 8
+  host:
+    description: C(--host), the listen address.
+    type: str
+    default: 127.0.0.1
+  port:
+    description: C(--port), written as given.
+    type: raw
+    default: 30000
+  mem_fraction_static:
+    description: C(--mem-fraction-static), written as given; null leaves it out.
+    type: raw
+  cuda_graph_max_bs:
+    description: C(--cuda-graph-max-bs-decode), written as given; null leaves it out.
+    type: raw
+  max_running_requests:
+    description: C(--max-running-requests), written as given; null leaves it out.
+    type: raw
+  enable_metrics:
+    description: Add C(--enable-metrics).
+    type: bool
+    default: true
+  api_key:
+    description:
+      - The server's API key. Adds C(--config SECRET_FILE) to the command line (the role writes the key there)
+        and puts the log redactor in front of the server. Never returned.
+    type: str
+    default: ""
+  speculative_args:
+    description: Speculative-decoding arguments, after the flags above.
+    type: list
+    elements: str
+    default: []
+  extra_args:
+    description: More C(sglang serve) arguments, last.
+    type: list
+    elements: str
+    default: []
+  env:
+    description: Environment variables for the server.
+    type: dict
+    default: {}
+  gpus:
+    description: GPU indices; non-empty sets C(CUDA_VISIBLE_DEVICES).
+    type: list
+    elements: raw
+    default: []
+  python:
+    description: The interpreter of the SGLang environment (runs the version probe and the log redactor).
+    type: str
+    default: python3
+  entry_point:
+    description: The C(sglang) console script; empty means C(sglang) beside O(python), or on PATH for a bare name.
+    type: str
+    default: ""
+  instance:
+    description: Instance name; names the log, state, fingerprint, key, unit and environment files.
+    type: str
+    required: true
+  log_dir:
+    description: Directory of the server's log.
+    type: str
+    default: /var/log/sglang
+  state_dir:
+    description: Directory of the state, fingerprint, key file and log redactor.
+    type: str
+    default: /var/lib/gpufleet-serving
+  supervisor:
+    description: V(systemd) or V(process); empty picks V(systemd) where it is the service manager.
+    type: str
+    choices: ["", systemd, process]
+    default: ""
+  service_mgr:
+    description:
+      - The host's service manager when already known (C(ansible_facts.service_mgr)); read on the host
+        when empty and O(supervisor) is empty.
+    type: str
+    default: ""
+notes:
+  - The P(gpufleet.serving.sglang_server#role) role passes its C(sglang_server_*) variables here; use the role
+    rather than this module in a play.
+seealso:
+  - module: gpufleet.serving.server_process
+  - module: gpufleet.serving.server_wait
+  - module: gpufleet.serving.gpu_release
+"""
+
+EXAMPLES = r"""
+- name: Decide what to do with the SGLang server on port 30000
+  gpufleet.serving.server_plan:
+    model_path: /models/kimi-k2.5-int4
+    tp_size: 8
+    port: 30000
+    python: /opt/sglang/.venv/bin/python3
+    instance: sglang-30000
+  register: plan
+
+- name: Show the decision and the command line
+  ansible.builtin.debug:
+    msg: "{{ plan.decision }}: {{ plan.launch_argv | join(' ') }}"
+"""
+
+RETURN = r"""
+decision:
+  description: V(keep), V(relaunch) or V(stop).
+  returned: always
+  type: str
+  sample: keep
+keep:
+  description: Whether the running server is kept (RV(decision) is V(keep)).
+  returned: always
+  type: bool
+  sample: true
+supervisor:
+  description: V(systemd) or V(process).
+  returned: always
+  type: str
+  sample: process
+entry_point:
+  description: The C(sglang) console script the command line starts.
+  returned: always
+  type: str
+  sample: /opt/sglang/.venv/bin/sglang
+entry_point_exists:
+  description: Whether the entry point exists (true for a name looked up on PATH); null unless relaunching.
+  returned: always
+  type: bool
+  sample: true
+argv:
+  description: The C(sglang serve) command line.
+  returned: always
+  type: list
+  elements: str
+  sample: [/opt/sglang/.venv/bin/sglang, serve, --model-path, /models/kimi, --tp-size, "8", --host, 127.0.0.1,
+           --port, "30000", --enable-metrics]
+launch_argv:
+  description: What the supervisor starts - RV(argv), behind the log redactor when there is an API key.
+  returned: always
+  type: list
+  elements: str
+  sample: [/opt/sglang/.venv/bin/sglang, serve, --model-path, /models/kimi]
+env:
+  description: The server's environment (with C(CUDA_VISIBLE_DEVICES) when O(gpus) is set).
+  returned: always
+  type: dict
+  sample: {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+url:
+  description: The server's base URL.
+  returned: always
+  type: str
+  sample: http://127.0.0.1:30000
+fingerprint:
+  description: SHA-256 of the effective configuration (launch argv, environment, supervisor, the key's digest).
+  returned: always
+  type: str
+  sample: 5d0c3e...
+paths:
+  description: Files on the host.
+  returned: always
+  type: dict
+  contains:
+    log:
+      description: The server's log.
+      type: str
+      sample: /var/log/sglang/sglang-30000.log
+    state_file:
+      description: The M(gpufleet.serving.server_process) state file.
+      type: str
+      sample: /var/lib/gpufleet-serving/sglang-30000.json
+    secret_config:
+      description: The C(--config) YAML with the API key (mode 0600).
+      type: str
+      sample: /var/lib/gpufleet-serving/sglang-30000.secret.yaml
+    redactor:
+      description: Where the role installs C(log_redact.py).
+      type: str
+      sample: /var/lib/gpufleet-serving/log_redact.py
+    fingerprint_file:
+      description: The fingerprint recorded beside a systemd unit.
+      type: str
+      sample: /var/lib/gpufleet-serving/sglang-30000.fingerprint
+    unit_file:
+      description: The systemd unit.
+      type: str
+      sample: /etc/systemd/system/sglang-30000.service
+    env_file:
+      description: The unit's environment file.
+      type: str
+      sample: /etc/default/sglang-30000
+running:
+  description: Whether the instance's server (process or unit) runs now.
+  returned: always
+  type: bool
+  sample: true
+pid:
+  description: PID of the running server (the unit's MainPID), or null.
+  returned: always
+  type: int
+  sample: 41234
+recorded_fingerprint:
+  description: The fingerprint recorded with what runs (empty when none).
+  returned: always
+  type: str
+health_status:
+  description: HTTP status of C(/health) of a running server with the same fingerprint; null when not asked or no answer.
+  returned: always
+  type: int
+  sample: 200
+sglang_version:
+  description: The host's sglang version, V(unknown) when it could not be read; null unless relaunching.
+  returned: always
+  type: str
+  sample: 0.5.23
+dirs_ready:
+  description:
+    - Whether O(log_dir) (mode 0750) and O(state_dir) (mode 0700) exist with those modes; null unless relaunching.
+      The role creates them only when not.
+  returned: always
+  type: bool
+  sample: true
+version_error:
+  description: The last line of what went wrong reading the version; null when it was read.
+  returned: always
+  type: str
+  sample: "ModuleNotFoundError: No module named 'sglang'"
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import fail_from, require_psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
+
+
+def _service_mgr(module):
+    """The same detection as the setup module's service_mgr fact."""
+    from ansible.module_utils.facts.system.service_mgr import ServiceMgrFactCollector
+    return ServiceMgrFactCollector().collect(module=module).get("service_mgr") or ""
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["started", "stopped", "restarted"], default="started"),
+            model_path=dict(type="str", default=""),
+            served_model_name=dict(type="str", default=""),
+            tp_size=dict(type="raw", default=8),
+            host=dict(type="str", default="127.0.0.1"),
+            port=dict(type="raw", default=30000),
+            mem_fraction_static=dict(type="raw"),
+            cuda_graph_max_bs=dict(type="raw"),
+            max_running_requests=dict(type="raw"),
+            enable_metrics=dict(type="bool", default=True),
+            api_key=dict(type="str", default="", no_log=True),
+            speculative_args=dict(type="list", elements="str", default=[]),
+            extra_args=dict(type="list", elements="str", default=[]),
+            env=dict(type="dict", default={}),
+            gpus=dict(type="list", elements="raw", default=[]),
+            python=dict(type="str", default="python3"),
+            entry_point=dict(type="str", default=""),
+            instance=dict(type="str", required=True),
+            log_dir=dict(type="str", default="/var/log/sglang"),
+            state_dir=dict(type="str", default="/var/lib/gpufleet-serving"),
+            supervisor=dict(type="str", choices=["", "systemd", "process"], default=""),
+            service_mgr=dict(type="str", default=""),
+        ),
+        supports_check_mode=True,
+    )
+    require_psutil(module)
+    p = dict(module.params)
+    if not p["supervisor"] and not p["service_mgr"]:
+        p["service_mgr"] = _service_mgr(module)
+
+    def run(argv):
+        return module.run_command(argv, handle_exceptions=False)
+
+    try:
+        result = _plan.plan(p, run, systemctl=module.get_bin_path("systemctl"))
+    except GpuFleetError as exc:
+        fail_from(module, exc)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

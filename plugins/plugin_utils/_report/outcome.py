@@ -1,0 +1,300 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Per-host outcomes of the fleet playbooks: the decisions and the lines they print.
+
+Controller-side only (filter plugins in plugins/filter/fleet.py call these). Every function
+takes plain data (registered results, facts) and returns plain data; nothing here reads
+task names.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+DASH = "-"
+
+# Stages of swap_to_eagle.yml, in order. A failure in STAGES_UNTOUCHED happened before
+# anything was stopped.
+STAGES_UNTOUCHED = ("start", "baseline")
+
+SERVER_LOST = "unknown (host lost)"
+SERVER_BASE = "base server (not touched)"
+SERVER_EAGLE = "EAGLE-3 server"
+SERVER_MAYBE_NONE = "maybe none: the base server may be torn down; run swap_to_base.yml"
+
+NO_RESULT = "NO RESULT, the host left the play before recording an outcome (see above)"
+
+RESET_ROW = "%-14s %-11s %8s %9s %8s  %s"
+RESET_HEADER = RESET_ROW % ("host", "outcome", "killed", "GPUs free", "seconds",
+                            "reason / protected holders (SIGKILL: processes that needed it)")
+
+
+def _absent(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value.strip() in ("", "None"))
+
+
+def num(value: Any, digits: int = 1) -> str:
+    """VALUE with DIGITS decimals, or "-" when there is none."""
+    return DASH if _absent(value) else "%.*f" % (digits, float(value))
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _succeeded(result: Any) -> bool:
+    """A registered result of a task that ran and did not fail."""
+    return isinstance(result, Mapping) and bool(result) and not result.get("failed") \
+        and not result.get("unreachable") and not result.get("skipped")
+
+
+def server_left(failure: Mapping[str, Any], drafter_check: Any = None, server: Any = None) -> str:
+    """Which server a host runs after swap_to_eagle.yml failed on it.
+
+    FAILURE is the failure's record (its `stage`, recorded before the failure: start,
+    baseline, eagle, eagle_benchmark; and `unreachable`), DRAFTER_CHECK the eagle_drafter
+    role's registered drafter check (None when it never ran), SERVER the sglang_server_result
+    fact. Until the drafter check has passed nothing was stopped; after it, the base server
+    may be gone.
+    """
+    stage = failure.get("stage", "start")
+    if failure.get("unreachable"):
+        return SERVER_LOST
+    if stage in STAGES_UNTOUCHED:
+        return SERVER_BASE
+    if stage == "eagle" and not _succeeded(drafter_check):
+        return SERVER_BASE
+    if stage == "eagle_benchmark" and isinstance(server, Mapping) and server.get("speculative"):
+        return SERVER_EAGLE
+    return SERVER_MAYBE_NONE
+
+
+def failure_reason(failed_result: Any, failed_task: Any = None, ping: Any = None) -> str:
+    """Why a host failed: "unreachable: MSG" when it stops answering (PING, the rescue's
+    ping result), else "TASK NAME: MSG" of the failed task."""
+    if isinstance(ping, Mapping) and ping.get("unreachable"):
+        return "unreachable: " + _text(ping.get("msg", ""))
+    name = failed_task.get("name") if isinstance(failed_task, Mapping) else None
+    msg = failed_result.get("msg", "failed") if isinstance(failed_result, Mapping) else "failed"
+    return "%s: %s" % (name or "?", _text(msg))
+
+
+def swap_line(result: Mapping[str, Any]) -> str:
+    """The one line swap_to_eagle.yml (and swap_to_base.yml, for a failure) prints for a host."""
+    host = result["host"]
+    if result.get("outcome") != "ok":
+        line = "%s: %s at stage %s: %s" % (host, str(result.get("outcome", "failed")).upper(),
+                                           result.get("stage", "start"), result.get("reason", ""))
+        if result.get("server_left") is not None:
+            line += "; server left: %s" % result["server_left"]
+        return line
+    killed = result.get("killed")
+    base_ready = result.get("base_ready_seconds")
+    return (
+        "%s: ok, single-stream %s -> %s tok/s, peak %s -> %s tok/s, accept length %s; "
+        "teardown %s s (%s processes signalled after the stop); EAGLE-3 ready in %s s, base server %s"
+        % (host, num(result.get("baseline_tok_s")), num(result.get("eagle_tok_s")),
+           num(result.get("baseline_peak_tok_s")), num(result.get("eagle_peak_tok_s")),
+           num(result.get("accept_length"), 2), num(result.get("release_seconds"), 2),
+           DASH if _absent(killed) else killed, num(result.get("eagle_ready_seconds"), 2),
+           "kept running" if _absent(base_ready) else "ready in %s s" % num(base_ready, 2)))
+
+
+def _with_line(record: dict) -> dict:
+    record["line"] = swap_line(record)
+    return record
+
+
+def base_line(host: str, server: Mapping[str, Any], teardown: Any = None, bench: Any = None) -> str:
+    """swap_to_base.yml's line for a host whose base server runs. SERVER is
+    sglang_server_result, TEARDOWN sglang_server_teardown (None when there was none),
+    BENCH the llm_benchmark result (None without swap_benchmark)."""
+    relaunched = bool(server.get("relaunched"))
+    line = "%s: ok, base server at %s %s" % (
+        host, server.get("base_url"),
+        "relaunched, ready in %s s" % num(server.get("ready_seconds"), 2) if relaunched
+        else "kept running (already the base server)")
+    if relaunched and isinstance(teardown, Mapping) and teardown:
+        line += "; the previous server's teardown took %s s" % num(teardown.get("release_seconds"), 2)
+    if isinstance(bench, Mapping) and bench.get("summary"):
+        line += "; peak %s tok/s" % num(bench["summary"].get("peak_tok_s"))
+    return line
+
+
+def launch_line(host: str, server: Mapping[str, Any]) -> str:
+    """launch.yml's line for a host: the server's URL, relaunched (seconds until ready) or kept."""
+    return "%s: %s %s" % (host, server.get("base_url"),
+                          "relaunched, ready after %s s" % num(server.get("ready_seconds"), 2)
+                          if server.get("relaunched") else "kept running (healthy, same configuration)")
+
+
+def teardown_line(host: str, teardown: Mapping[str, Any], instance: str) -> str:
+    """teardown.yml's line for a host: whether the server ran, the release's seconds and the
+    processes it signalled."""
+    return ("%s: stopped %s (was running: %s); GPUs verified free after %s s, %s processes signalled by the release"
+            % (host, instance, teardown.get("stopped"), num(teardown.get("release_seconds"), 2),
+               teardown.get("killed")))
+
+
+def bench_line(host: str, url: str, run: Any = None, error: Any = None) -> str:
+    """benchmark.yml's line for a host: its figures (RUN, the llm_benchmark result) or,
+    with ERROR (the failed task's message), the failure."""
+    if error is not None or not isinstance(run, Mapping):
+        return "%s: FAILED, %s: %s" % (host, url, _text(error if error is not None else "failed"))
+    summary = run.get("summary") or {}
+    return ("%s: ok, %s: single-stream %s tok/s, peak %s tok/s at %s, accept length %s, %s failed requests"
+            % (host, url, num(summary.get("single_stream_tok_s")), num(summary.get("peak_tok_s")),
+               summary.get("peak_concurrency"), num(summary.get("accept_length"), 2),
+               summary.get("failed")))
+
+
+def halt_batch(results: Iterable[Any], max_fail_percentage: Any = 100) -> bool:
+    """Whether a new batch may not start: more than MAX_FAIL_PERCENTAGE of the hosts done so
+    far (RESULTS with an outcome other than pending / not_started; None entries ignored) failed."""
+    done = [r for r in results if isinstance(r, Mapping)
+            and r.get("outcome") not in (None, "pending", "not_started")]
+    if not done:
+        return False
+    failed = [r for r in done if r.get("outcome") == "failed"]
+    return 100.0 * len(failed) / len(done) > float(100 if max_fail_percentage is None else max_fail_percentage)
+
+
+def swap_start(results: Iterable[Any], host: str, max_fail_percentage: Any = 100) -> dict:
+    """swap_to_eagle.yml's first record of HOST: pending, or not_started (with its line) when
+    more than MAX_FAIL_PERCENTAGE of the hosts done so far (RESULTS) failed (see halt_batch)."""
+    if halt_batch(results, max_fail_percentage):
+        return _with_line({"host": host, "outcome": "not_started", "stage": "start",
+                           "reason": "more than %s%% of the hosts done so far failed" % max_fail_percentage})
+    return {"host": host, "outcome": "pending", "stage": "start", "reason": ""}
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, server: Any = None,
+                teardown: Any = None) -> dict:
+    """swap_to_eagle.yml's record of a host that completed, with its line: RUNS holds the llm_benchmark
+    results (`baseline`, absent without swap_baseline, and `candidate`), BASE_SERVER the
+    sglang_server_result of the baseline step, SERVER the EAGLE-3 server's, TEARDOWN
+    sglang_server_teardown (None when the base server was not torn down)."""
+    return _with_line({
+        "host": host, "outcome": "ok", "stage": "done", "reason": "",
+        "baseline_tok_s": _get(runs, "baseline", "summary", "single_stream_tok_s"),
+        "baseline_peak_tok_s": _get(runs, "baseline", "summary", "peak_tok_s"),
+        "eagle_tok_s": _get(runs, "candidate", "summary", "single_stream_tok_s"),
+        "eagle_peak_tok_s": _get(runs, "candidate", "summary", "peak_tok_s"),
+        "accept_length": _get(runs, "candidate", "summary", "accept_length"),
+        "base_ready_seconds": _get(base_server, "ready_seconds"),
+        "eagle_ready_seconds": _get(server, "ready_seconds"),
+        "release_seconds": _get(teardown, "release_seconds"),
+        "killed": _get(teardown, "killed"),
+    })
+
+
+def swap_failure(failure: Mapping[str, Any], drafter_check: Any = None, server: Any = None) -> dict:
+    """swap_to_eagle.yml's record of a failed host: FAILURE (the _fleet role's fleet_failure)
+    with the server left on the host (server_left) and the host's line."""
+    record = dict(failure)
+    record["server_left"] = server_left(failure, drafter_check, server)
+    return _with_line(record)
+
+
+def report_lines(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = (),
+                 report: Any = None, summary_file: str | None = None) -> list:
+    """The controller's closing lines: where the report is (with REPORT, the benchmark_report
+    result, or None to leave the line out), the summary file, then one line per host (each
+    result's `line`, by host) and one per host without a result (MISSING)."""
+    out = []
+    if report is not None:
+        paths = []
+        if isinstance(report, Mapping):
+            paths = [report.get(key) for key in ("json_path", "markdown_path", "plot_path")]
+        out.append("report: " + (", ".join(p for p in paths if p) or "none (no host completed)"))
+    if summary_file:
+        out.append("summary: %s" % summary_file)
+    out.extend(r.get("line", "?") for r in sorted(results, key=lambda r: r["host"]))
+    out.extend("%s: %s" % (host, NO_RESULT) for host in missing)
+    return out
+
+
+def not_ok(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = (), ok: str = "ok") -> list:
+    """Hosts whose outcome is not OK (in play order), then the MISSING ones."""
+    return [r["host"] for r in results if r.get("outcome") != ok] + list(missing)
+
+
+def _cmdlines(items: Any) -> list:
+    return [(i.get("cmdline", "?") if isinstance(i, Mapping) else "?") for i in (items or [])]
+
+
+def _truncate(text: str, length: int = 80) -> str:
+    # Jinja's truncate(80): cut at a word boundary, leeway 5, "..." appended.
+    if len(text) <= length + 5:
+        return text
+    cut = text[:length - 3].rsplit(" ", 1)[0]
+    return cut + "..."
+
+
+def _short_command(text: str) -> str:
+    # The interpreter's directory says nothing about what was killed and would push the
+    # words that do (e.g. multiprocessing.resource_tracker) past the cut.
+    head, sep, rest = text.partition(" ")
+    if head.startswith("/"):
+        head = head.rsplit("/", 1)[1] or head
+    return _truncate(head + sep + rest)
+
+
+def reset_summary(release: Any, host: str, failure: Any = None, unreachable: bool = False) -> dict:
+    """reset.yml's record of a host. RELEASE is gpu_release's result; with FAILURE (the
+    rescue's ansible_failed_result) the host is dirty, or unreachable when UNREACHABLE or
+    FAILURE says so. The release's figures come from FAILURE when it is gpu_release's own."""
+    if failure is not None:
+        release = failure if isinstance(failure, Mapping) and "gpus" in failure else {}
+    release = release if isinstance(release, Mapping) else {}
+    killed = release.get("killed") or []
+    gpus = release.get("gpus") or []
+    out = {
+        "host": host,
+        "killed": len(killed),
+        "sigkilled": len([k for k in killed if "SIGKILL" in (k.get("signals") or [])]),
+        "killed_commands": [_short_command(str(c)) for c in _cmdlines(killed)],
+        "gpus_selected": len(gpus),
+        "gpus_free": len([g for g in gpus if g.get("free")]),
+        "protected_holders": _cmdlines(release.get("protected_holders")),
+        "seconds": release.get("elapsed"),
+    }
+    if failure is None:
+        out.update(outcome="clean", reason="")
+        return out
+    lost = unreachable or (isinstance(failure, Mapping) and bool(failure.get("unreachable")))
+    msg = failure.get("msg", "failed") if isinstance(failure, Mapping) else "failed"
+    out.update(outcome="unreachable" if lost else "dirty", reason=_text(msg),
+               failed_to_kill=_cmdlines(release.get("failed_to_kill")),
+               gpus_used=[g.get("index") for g in gpus if "free" in g and not g["free"]])
+    return out
+
+
+def reset_table(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = ()) -> list:
+    """reset.yml's fixed-width table: a header, one row per host (by host), one per host
+    without a result."""
+    out = [RESET_HEADER]
+    for r in sorted(results, key=lambda r: r["host"]):
+        if r.get("outcome") != "clean":
+            detail = r.get("reason", "")
+        else:
+            sigkilled = int(r.get("sigkilled") or 0)
+            detail = ("SIGKILL: %d; " % sigkilled if sigkilled > 0 else "") + (
+                "protected: " + ", ".join(r["protected_holders"]) if r.get("protected_holders") else "")
+        selected = int(r.get("gpus_selected") or 0)
+        out.append(RESET_ROW % (r["host"], r.get("outcome"), r.get("killed"),
+                                "%s/%s" % (r.get("gpus_free"), selected) if selected > 0 else DASH,
+                                num(r.get("seconds"), 2), detail))
+    for host in missing:
+        out.append(RESET_ROW % (host, "no result", DASH, DASH, DASH, "the host left the play (see above)"))
+    return out

@@ -1,0 +1,238 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The playbooks' filters: decisions (server left, batch gate, reset outcome) and lines."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+from jinja2 import Environment
+
+from ansible_collections.gpufleet.serving.plugins.filter.fleet import FilterModule
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome as o
+
+FILTER_DIR = pathlib.Path(__file__).resolve().parents[4] / "plugins" / "filter"
+
+RUNS = {
+    "baseline": {"summary": {"single_stream_tok_s": 60.04, "peak_tok_s": 2370.0, "accept_length": None}},
+    "candidate": {"summary": {"single_stream_tok_s": 121.5, "peak_tok_s": 2500.26, "accept_length": 2.345}},
+}
+
+
+# --- server_left: from facts, never from task names ------------------------------------
+
+def failure(stage, unreachable=False):
+    return {"host": "h1", "outcome": "failed", "stage": stage, "unreachable": unreachable, "reason": "x: y"}
+
+
+@pytest.mark.parametrize("stage", ["start", "baseline", "eagle", "eagle_benchmark"])
+def test_server_left_unknown_when_the_host_is_lost(stage):
+    assert o.server_left(failure(stage, unreachable=True), {"changed": False}, {"speculative": True}) \
+        == o.SERVER_LOST
+
+
+@pytest.mark.parametrize("stage", ["start", "baseline"])
+def test_server_left_base_before_the_eagle_stage(stage):
+    assert o.server_left(failure(stage)) == o.SERVER_BASE
+
+
+def test_server_left_base_when_the_drafter_check_failed_or_never_ran():
+    assert o.server_left(failure("eagle"), {"failed": True, "msg": "hidden size"}) == o.SERVER_BASE
+    assert o.server_left(failure("eagle"), None) == o.SERVER_BASE
+
+
+def test_server_left_maybe_none_once_the_drafter_check_passed():
+    # e.g. the launch with the drafter failed after the base server was torn down.
+    passed = {"changed": False, "drafter": {"hidden_size": 7168}}
+    assert o.server_left(failure("eagle"), passed, {"speculative": False}) == o.SERVER_MAYBE_NONE
+
+
+def test_server_left_eagle_when_the_eagle_benchmark_failed_on_the_eagle_server():
+    passed = {"changed": False}
+    assert o.server_left(failure("eagle_benchmark"), passed, {"speculative": True}) == o.SERVER_EAGLE
+    assert o.server_left(failure("eagle_benchmark"), passed, {"speculative": False}) == o.SERVER_MAYBE_NONE
+    assert o.server_left(failure("eagle_benchmark"), passed, None) == o.SERVER_MAYBE_NONE
+
+
+# --- failure_reason ------------------------------------------------------------------------
+
+def test_failure_reason_names_the_task_and_its_message():
+    assert o.failure_reason({"msg": "  boom \n"}, {"name": "Wait until ready"}, {"ping": "pong"}) \
+        == "Wait until ready: boom"
+    assert o.failure_reason({}, None, None) == "?: failed"
+
+
+def test_failure_reason_unreachable_from_the_ping():
+    ping = {"unreachable": True, "msg": "Failed to connect to the host via ssh: refused\n"}
+    assert o.failure_reason({"msg": "x"}, {"name": "T"}, ping) \
+        == "unreachable: Failed to connect to the host via ssh: refused"
+
+
+# --- swap_to_eagle records and lines -------------------------------------------------------
+
+def test_swap_start_pending_until_too_many_hosts_failed():
+    ok, bad = {"outcome": "ok"}, {"outcome": "failed"}
+    pending = o.swap_start([None, {"outcome": "pending"}, ok, bad], "h3", 50)
+    assert pending == {"host": "h3", "outcome": "pending", "stage": "start", "reason": ""}
+    halted = o.swap_start([ok, bad, bad, None], "h4", 50)
+    assert halted["outcome"] == "not_started"
+    assert halted["line"] == "h4: NOT_STARTED at stage start: more than 50% of the hosts done so far failed"
+    # The default, 100, never stops; nothing done yet never stops.
+    assert o.swap_start([bad, bad], "h5")["outcome"] == "pending"
+    assert o.swap_start([None, {"outcome": "not_started"}], "h6", 0)["outcome"] == "pending"
+
+
+def test_swap_record_and_its_line():
+    record = o.swap_record(RUNS, "h1", base_server={"ready_seconds": 31.234},
+                           server={"ready_seconds": 40.5, "speculative": True},
+                           teardown={"release_seconds": 1.234, "killed": 0})
+    assert record["outcome"] == "ok" and record["stage"] == "done"
+    assert record["eagle_tok_s"] == 121.5 and record["accept_length"] == 2.345
+    assert record["line"] == (
+        "h1: ok, single-stream 60.0 -> 121.5 tok/s, peak 2370.0 -> 2500.3 tok/s, accept length 2.35; "
+        "teardown 1.23 s (0 processes signalled after the stop); EAGLE-3 ready in 40.50 s, "
+        "base server ready in 31.23 s")
+
+
+def test_swap_record_without_baseline_or_teardown():
+    record = o.swap_record({"candidate": RUNS["candidate"]}, "h2", base_server=None,
+                           server={"ready_seconds": 9}, teardown=None)
+    assert record["baseline_tok_s"] is None and record["release_seconds"] is None
+    assert record["line"] == (
+        "h2: ok, single-stream - -> 121.5 tok/s, peak - -> 2500.3 tok/s, accept length 2.35; "
+        "teardown - s (- processes signalled after the stop); EAGLE-3 ready in 9.00 s, base server kept running")
+
+
+def test_swap_failure_adds_the_server_left_and_the_line():
+    record = o.swap_failure(dict(failure("eagle"), reason="Wait until ready: crashed"),
+                            {"changed": False}, {"speculative": True})
+    assert record["server_left"] == o.SERVER_MAYBE_NONE
+    assert record["line"] == ("h1: FAILED at stage eagle: Wait until ready: crashed; server left: "
+                              + o.SERVER_MAYBE_NONE)
+
+
+def test_swap_line_of_a_failure_without_server_left():
+    assert o.swap_line({"host": "h", "outcome": "failed", "stage": "base", "reason": "T: m"}) \
+        == "h: FAILED at stage base: T: m"
+
+
+# --- the other playbooks' lines ---------------------------------------------------------------
+
+def test_base_line():
+    server = {"base_url": "http://127.0.0.2:30000", "relaunched": True, "ready_seconds": 12.0}
+    assert o.base_line("h", server, {"release_seconds": 2.5}, {"summary": {"peak_tok_s": 99.96}}) == (
+        "h: ok, base server at http://127.0.0.2:30000 relaunched, ready in 12.00 s; "
+        "the previous server's teardown took 2.50 s; peak 100.0 tok/s")
+    kept = dict(server, relaunched=False)
+    assert o.base_line("h", kept, {"release_seconds": 2.5}, None) == \
+        "h: ok, base server at http://127.0.0.2:30000 kept running (already the base server)"
+
+
+def test_bench_line():
+    run = {"summary": {"single_stream_tok_s": None, "peak_tok_s": 10, "peak_concurrency": 4,
+                       "accept_length": 1.5, "failed": 0}}
+    assert o.bench_line("h", "http://u", run) == \
+        "h: ok, http://u: single-stream - tok/s, peak 10.0 tok/s at 4, accept length 1.50, 0 failed requests"
+    assert o.bench_line("h", "http://u", error=" refused\n") == "h: FAILED, http://u: refused"
+
+
+def test_launch_and_teardown_lines():
+    # scripts/demo.sh reads "relaunched, ready after S s".
+    assert o.launch_line("h", {"base_url": "http://a", "relaunched": True, "ready_seconds": 3}) \
+        == "h: http://a relaunched, ready after 3.00 s"
+    assert o.launch_line("h", {"base_url": "http://a", "relaunched": False}) \
+        == "h: http://a kept running (healthy, same configuration)"
+    assert o.teardown_line("h", {"stopped": True, "release_seconds": 0.5, "killed": 2}, "sglang-30000") == (
+        "h: stopped sglang-30000 (was running: True); GPUs verified free after 0.50 s, "
+        "2 processes signalled by the release")
+
+
+# --- the controller's report ----------------------------------------------------------------
+
+def test_report_lines_and_not_ok():
+    results = [{"host": "b", "outcome": "failed", "line": "b: FAILED"}, {"host": "a", "outcome": "ok", "line": "a: ok"}]
+    report = {"json_path": "/r/benchmark.json", "markdown_path": "/r/benchmark.md", "plot_path": None}
+    assert o.report_lines(results, ["c"], report=report, summary_file="/r/swap_summary.json") == [
+        "report: /r/benchmark.json, /r/benchmark.md", "summary: /r/swap_summary.json",
+        "a: ok", "b: FAILED", "c: " + o.NO_RESULT]
+    assert o.report_lines(results, [], report={})[0] == "report: none (no host completed)"
+    assert o.report_lines(results, [])[0] == "a: ok"
+    assert o.not_ok(results, ["c"]) == ["b", "c"]
+    assert o.not_ok([{"host": "a", "outcome": "clean"}], [], ok="clean") == []
+
+
+# --- reset.yml ---------------------------------------------------------------------------
+
+RELEASE = {
+    "elapsed": 1.5,
+    "killed": [{"cmdline": "sglang::scheduler_TP0", "signals": ["SIGTERM"]},
+               {"cmdline": "python -m sglang.launch_server " + "x" * 100, "signals": ["SIGTERM", "SIGKILL"]}],
+    "gpus": [{"index": 0, "free": True}, {"index": 1, "free": True}],
+    "protected_holders": [{"cmdline": "nvidia-persistenced"}],
+}
+
+
+def test_reset_summary_of_a_clean_host():
+    r = o.reset_summary(RELEASE, "h1")
+    assert r["outcome"] == "clean" and r["reason"] == ""
+    assert (r["killed"], r["sigkilled"], r["gpus_selected"], r["gpus_free"]) == (2, 1, 2, 2)
+    assert r["protected_holders"] == ["nvidia-persistenced"]
+    assert r["seconds"] == 1.5
+    # As Jinja's truncate(80) cut the command lines.
+    jinja = Environment().from_string("{{ s | truncate(80) }}")
+    assert r["killed_commands"] == [jinja.render(s=k["cmdline"]) for k in RELEASE["killed"]]
+    assert "failed_to_kill" not in r
+
+
+def test_reset_summary_drops_the_interpreters_directory():
+    # What was killed must survive the cut, however deep the interpreter lives.
+    cmd = "/" + "d/" * 40 + "python3 -c from multiprocessing.resource_tracker import main;main(7)"
+    release = dict(RELEASE, killed=[{"cmdline": cmd, "signals": ["SIGKILL"]}])
+    (line,) = o.reset_summary(release, "h1")["killed_commands"]
+    assert line == "python3 -c from multiprocessing.resource_tracker import main;main(7)"
+    assert o.reset_summary(dict(RELEASE, killed=[{"cmdline": "/" + "d/" * 60 + "x"}]), "h1")["killed_commands"] == ["x"]
+
+
+def test_reset_summary_of_a_dirty_host_takes_the_failed_release():
+    failed = dict(RELEASE, failed=True, msg="GPU 1: 2048 MiB used\n",
+                  gpus=[{"index": 0, "free": True}, {"index": 1, "free": False}, {"index": 2}],
+                  failed_to_kill=[{"cmdline": "stuck"}, {}])
+    r = o.reset_summary(failed, "h2", failure=failed)
+    assert r["outcome"] == "dirty" and r["reason"] == "GPU 1: 2048 MiB used"
+    assert r["gpus_used"] == [1] and r["gpus_free"] == 1 and r["gpus_selected"] == 3
+    assert r["failed_to_kill"] == ["stuck", "?"]
+
+
+def test_reset_summary_of_an_unreachable_host():
+    lost = {"unreachable": True, "msg": "ssh: refused"}
+    r = o.reset_summary(lost, "h3", failure={"failed": True, "msg": "unreachable: ssh: refused"}, unreachable=True)
+    assert r["outcome"] == "unreachable" and r["reason"] == "unreachable: ssh: refused"
+    assert (r["killed"], r["gpus_selected"], r["seconds"]) == (0, 0, None)
+    assert o.reset_summary({}, "h4", failure={"unreachable": True, "msg": "x"})["outcome"] == "unreachable"
+
+
+def test_reset_table():
+    clean = o.reset_summary(RELEASE, "h1")
+    dirty = dict(clean, host="h0", outcome="dirty", reason="GPU 3 busy", gpus_selected=0, seconds=None)
+    lines = o.reset_table([clean, dirty], ["h9"])
+    assert lines[0] == o.RESET_HEADER
+    assert lines[1] == "%-14s %-11s %8s %9s %8s  %s" % ("h0", "dirty", 2, "-", "-", "GPU 3 busy")
+    row = ("h1", "clean", 2, "2/2", "1.50", "SIGKILL: 1; protected: nvidia-persistenced")
+    assert lines[2] == "%-14s %-11s %8s %9s %8s  %s" % row
+    assert lines[3].split()[:2] == ["h9", "no"] and lines[3].endswith("the host left the play (see above)")
+
+
+# --- the plugin ------------------------------------------------------------------------------
+
+def test_every_filter_is_documented_in_its_sidecar():
+    filters = FilterModule().filters()
+    sidecars = {p.stem for p in FILTER_DIR.glob("*.yml")}
+    assert sidecars == set(filters)
+    for name in filters:
+        doc = yaml.safe_load((FILTER_DIR / (name + ".yml")).read_text())
+        assert doc["DOCUMENTATION"]["name"] == name
+        assert set(doc) == {"DOCUMENTATION", "EXAMPLES", "RETURN"}
+        assert "gpufleet.serving." + name in doc["EXAMPLES"]

@@ -1,0 +1,211 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""server_plan's logic: compose, fingerprint, what runs, decision, version probe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as pl
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as sup
+
+BASE = {"state": "started", "model_path": "/models/kimi", "served_model_name": "", "tp_size": 8,
+        "host": "127.0.0.1", "port": 30000, "mem_fraction_static": None, "cuda_graph_max_bs": None,
+        "max_running_requests": None, "enable_metrics": True, "api_key": "", "speculative_args": [],
+        "extra_args": [], "env": {}, "gpus": [], "python": "/opt/sglang/bin/python3", "entry_point": "",
+        "instance": "sglang-30000", "log_dir": "/var/log/sglang", "state_dir": "/var/lib/gf",
+        "supervisor": "process", "service_mgr": ""}
+
+
+def params(**more):
+    out = dict(BASE)
+    out.update(more)
+    return out
+
+
+def test_compose_default_argv_paths_and_url():
+    composed = pl.compose(params())
+    assert composed["argv"] == ["/opt/sglang/bin/sglang", "serve", "--model-path", "/models/kimi", "--tp-size", "8",
+                                "--host", "127.0.0.1", "--port", "30000", "--enable-metrics"]
+    assert composed["launch_argv"] == composed["argv"]
+    assert composed["url"] == "http://127.0.0.1:30000"
+    assert composed["paths"]["log"] == "/var/log/sglang/sglang-30000.log"
+    assert composed["paths"]["state_file"] == "/var/lib/gf/sglang-30000.json"
+    assert composed["env"] == {}
+
+
+def test_compose_every_flag_in_order_and_gpus():
+    composed = pl.compose(params(served_model_name="kimi", mem_fraction_static=0.85, cuda_graph_max_bs=64,
+                                 max_running_requests=128, enable_metrics=False,
+                                 speculative_args=["--speculative-algorithm", "EAGLE3"],
+                                 extra_args=["--trust-remote-code"], gpus=[0, 1], env={"A": "1"},
+                                 entry_point="/usr/local/bin/sglang", host="::1"))
+    assert composed["argv"][10:] == ["--served-model-name", "kimi", "--mem-fraction-static", "0.85",
+                                     "--cuda-graph-max-bs-decode", "64", "--max-running-requests", "128",
+                                     "--speculative-algorithm", "EAGLE3", "--trust-remote-code"]
+    assert composed["argv"][0] == "/usr/local/bin/sglang"
+    assert composed["env"] == {"A": "1", "CUDA_VISIBLE_DEVICES": "0,1"}
+    assert composed["url"] == "http://[::1]:30000"
+
+
+def test_bare_interpreter_means_sglang_on_path():
+    assert pl.compose(params(python="python3"))["entry_point"] == "sglang"
+
+
+def test_key_goes_to_config_file_and_redactor_never_on_argv():
+    composed = pl.compose(params(api_key="gf-SECRET"))
+    assert "gf-SECRET" not in json.dumps(composed)
+    assert composed["argv"][-2:] == ["--config", "/var/lib/gf/sglang-30000.secret.yaml"]
+    assert composed["launch_argv"] == ["/opt/sglang/bin/python3", "/var/lib/gf/log_redact.py",
+                                       "/var/lib/gf/sglang-30000.secret.yaml", "--"] + composed["argv"]
+    assert composed["fingerprint"] != pl.compose(params(api_key="gf-OTHER"))["fingerprint"]
+
+
+@pytest.mark.parametrize("requested,mgr,expected", [("", "systemd", "systemd"), ("", "tini", "process"),
+                                                     ("process", "systemd", "process"), ("systemd", "", "systemd")])
+def test_supervisor_choice(requested, mgr, expected):
+    assert pl.choose_supervisor(requested, mgr) == expected
+
+
+def test_fingerprint_is_the_former_jinja_fingerprint():
+    """A server launched by the former set_fact fingerprint is kept after the upgrade."""
+    composed = pl.compose(params(api_key="k", gpus=[2, 3], env={"NCCL_DEBUG": "WARN"}))
+    expr = ("{{ {'argv': launch, 'env': env, 'supervisor': 'process', 'key': key | hash('sha256')}"
+            " | to_json | hash('sha256') }}")
+    variables = {"launch": composed["launch_argv"], "env": composed["env"], "key": "k"}
+    former = Templar(loader=DataLoader(), variables=variables).template(trust_as_template(expr))
+    assert composed["fingerprint"] == former
+
+
+@pytest.mark.parametrize("state,running,recorded,status,decision", [
+    ("started", True, "F", 200, "keep"),
+    ("started", True, "F", 503, "relaunch"),
+    ("started", True, "other", 200, "relaunch"),
+    ("started", False, "F", None, "relaunch"),
+    ("restarted", True, "F", 200, "relaunch"),
+    ("stopped", True, "F", 200, "stop"),
+])
+def test_decide(state, running, recorded, status, decision):
+    assert pl.decide(state, running, recorded, "F", status) == decision
+
+
+def _never(argv):
+    raise AssertionError("no command expected, got %r" % (argv,))
+
+
+def test_plan_nothing_running_relaunches_and_reads_the_version(tmp_path):
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 0, "0.5.23\n", ""
+
+    out = pl.plan(params(state_dir=str(tmp_path)), run, check_health=lambda url: pytest.fail("no health"))
+    assert (out["decision"], out["running"], out["sglang_version"], out["version_error"]) == (
+        "relaunch", False, "0.5.23", None)
+    assert out["entry_point_exists"] is False  # /opt/sglang/bin/sglang is not here
+    assert calls == [["/opt/sglang/bin/python3", "-c", pl.VERSION_PROBE]]
+
+
+def test_plan_unreadable_version_keeps_the_last_stderr_line(tmp_path):
+    out = pl.plan(params(state_dir=str(tmp_path)), lambda argv: (1, "", "Traceback\nModuleNotFoundError: x\n"))
+    assert (out["sglang_version"], out["version_error"]) == ("unknown", "ModuleNotFoundError: x")
+
+
+def test_plan_missing_interpreter_is_unknown(tmp_path):
+    def run(argv):
+        raise OSError(2, "No such file or directory")
+
+    out = pl.plan(params(state_dir=str(tmp_path)), run)
+    assert out["sglang_version"] == "unknown" and "No such file" in out["version_error"]
+
+
+def test_version_probe_reads_metadata_without_importing_sglang():
+    proc = subprocess.run([sys.executable, "-c", pl.VERSION_PROBE.replace('"sglang"', '"pytest"')],
+                          capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == pytest.__version__
+
+
+@pytest.fixture
+def running_server(tmp_path):
+    """A real process recorded in a server_process state file, with the plan's fingerprint."""
+    p = params(state_dir=str(tmp_path), log_dir=str(tmp_path))
+    composed = pl.compose(p)
+    state = sup.start([sys.executable, "-c", "import time; time.sleep(60)"], {}, composed["paths"]["log"],
+                      composed["paths"]["state_file"], composed["fingerprint"])
+    yield p, state
+    sup.stop(composed["paths"]["state_file"], 5)
+
+
+def test_plan_keeps_a_healthy_server_with_the_same_configuration(running_server):
+    p, state = running_server
+    asked = []
+
+    def healthy(url):
+        asked.append(url)
+        return 200
+
+    out = pl.plan(p, _never, check_health=healthy)
+    assert (out["decision"], out["keep"], out["pid"], out["sglang_version"]) == ("keep", True, state["pid"], None)
+    assert asked == ["http://127.0.0.1:30000"]
+
+
+def test_plan_relaunches_an_unhealthy_or_changed_server(running_server):
+    p, unused = running_server
+    assert pl.plan(p, lambda argv: (0, "0.5.23", ""), check_health=lambda url: None)["decision"] == "relaunch"
+    changed = dict(p, max_running_requests=7)
+    out = pl.plan(changed, lambda argv: (0, "0.5.23", ""), check_health=lambda url: pytest.fail("no health"))
+    assert out["decision"] == "relaunch" and out["running"] and out["recorded_fingerprint"] != out["fingerprint"]
+
+
+def test_plan_stop_asks_no_health_and_reads_no_version(running_server):
+    p, unused = running_server
+    out = pl.plan(dict(p, state="stopped"), _never, check_health=lambda url: pytest.fail("no health"))
+    assert (out["decision"], out["running"]) == ("stop", True)
+
+
+def test_plan_systemd_reads_the_unit_and_its_recorded_fingerprint(tmp_path):
+    p = params(state_dir=str(tmp_path), supervisor="systemd")
+    composed = pl.compose(p)
+    (tmp_path / "sglang-30000.fingerprint").write_text(composed["fingerprint"] + "\n")
+
+    def run(argv):
+        assert argv[:3] == ["/bin/systemctl", "show", "sglang-30000.service"]
+        return 0, "ActiveState=active\nMainPID=4242\n", ""
+
+    out = pl.plan(p, run, systemctl="/bin/systemctl", check_health=lambda url: 200)
+    assert (out["decision"], out["pid"]) == ("keep", 4242)
+
+
+def test_plan_systemd_without_systemctl_is_not_running(tmp_path):
+    out = pl.plan(params(state_dir=str(tmp_path), supervisor="systemd"), lambda argv: (0, "0.5.23", ""),
+                  systemctl=None)
+    assert (out["running"], out["pid"], out["decision"]) == (False, None, "relaunch")
+
+
+def test_health_without_an_answer_is_none():
+    started = time.monotonic()
+    assert pl.health("http://127.0.0.1:9", timeout=2) is None  # discard port: refused at once
+    assert time.monotonic() - started < 2
+
+
+def test_dirs_ready_only_with_the_role_modes(tmp_path):
+    p = params(log_dir=str(tmp_path / "log"), state_dir=str(tmp_path / "state"))
+    assert not pl.dirs_ready(p)
+    (tmp_path / "log").mkdir(mode=0o750)
+    (tmp_path / "state").mkdir(mode=0o755)
+    os.chmod(tmp_path / "log", 0o750)
+    os.chmod(tmp_path / "state", 0o755)
+    assert not pl.dirs_ready(p)  # the state directory is too open: the role's file task fixes it
+    os.chmod(tmp_path / "state", 0o700)
+    assert pl.dirs_ready(p)
+    assert pl.plan(p, lambda argv: (0, "0.5.23", ""))["dirs_ready"] is True
