@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """How close llm_benchmark's output tok/s is to the truth, at concurrency 1 and 128.
 
-Against tests/integration/_bench_server.py with a known per-stream rate, sized
+Against tests/support/servers/standin.py with a known per-stream rate, sized
 like the measured SGLang figures (63.6 tok/s single stream, about 2,400 tok/s at
 128). Two references, both from this run:
   ideal   the server's schedule: c * n / (ttft + (n - 1) / rate)
@@ -43,7 +43,7 @@ sys.path.insert(0, HERE)
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark  # noqa: E402
 
-BENCH_SERVER = os.path.join(REPO, "tests", "integration", "_bench_server.py")
+BENCH_SERVER = os.path.join(REPO, "tests", "support", "servers", "standin.py")
 SIM_PY = os.path.join(REPO, "tests", "sim", "bin", "sglang-python")
 SIM_MODEL = os.path.join(REPO, "tests", "sim", "models", "kimi-k2.5-int4")
 
@@ -79,7 +79,7 @@ def start_bench_server(*args):
         proc.wait()
         raise SystemExit("test server did not start")
     return Started(proc, "http://127.0.0.1:%s" % line.split()[1], "test-model",
-                   "_bench_server.py %s" % " ".join(args))
+                   "standin.py %s" % " ".join(args))
 
 
 def start_sim(*args):

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """How many output tokens/s one client core sustains (llm_benchmark's load client).
 
-Starts tests/integration/_bench_server.py at full speed (no delay, one token a
+Starts tests/support/servers/standin.py at full speed (no delay, one token a
 chunk: the worst case, one SSE event a token) and runs closed-loop levels. The
 figure is tokens per second of the client's own CPU time. The baseline, in the
 same run, is the same transport with events split but not JSON-parsed (the cost

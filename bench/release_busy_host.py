@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """gpu_release's no-op on a busy host: N idle processes, nothing to release (issue 11 item 12).
 
-In a private PID namespace (tests/integration/_pidns.py) on a fake 8-GPU host, this starts
+In a private PID namespace (tests/support/pidns.py) on a fake 8-GPU host, this starts
 N idle processes (`sleep`, or with --kind python idle Python interpreters, whose maps and
 fd tables are larger), then, alternately for --runs rounds:
 
@@ -33,8 +33,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path[:0] = [os.path.join(REPO, "tests", "integration"), os.path.join(REPO, "tests"),
-                os.path.join(REPO, "build", "collections")]
+sys.path.insert(0, REPO)  # a program: tests.support, then what the tests see (tests/support/syspath.py)
+from tests.support import syspath  # noqa: E402  pylint: disable=wrong-import-position
+
+syspath.install()
 
 PATTERN = r"sglang::|sglang\.launch_server"
 
@@ -133,14 +135,16 @@ def main():
     args = parser.parse_args()
     if args.inner:
         return inner(args)
-    import _pidns
-    from _harness import PYTHON, fakegpu
-    if not _pidns.available():
+    from simlib import fakegpu
+
+    from tests.support import pidns
+    from tests.support.paths import PYTHON
+    if not pidns.available():
         raise SystemExit("needs root, unshare, nsenter and tini")
     with tempfile.TemporaryDirectory(prefix="gf-busy-") as tmp:
         root = fakegpu.init(os.path.join(tmp, "gpu"), gpus=8)
         env = dict(os.environ, **fakegpu.env(root))
-        space = _pidns.PidNamespace()
+        space = pidns.PidNamespace()
         try:
             out = space.run([PYTHON, os.path.abspath(__file__), "--inner", "--procs", str(args.procs),
                              "--runs", str(args.runs), "--kind", args.kind],

@@ -4,9 +4,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """gpu_release against the seeds' one-liners, freeing an 8-worker server on fake GPUs.
 
-Each run gets a fresh private PID namespace (tests/integration/_pidns.py: unshare
+Each run gets a fresh private PID namespace (tests/support/pidns.py: unshare
 --pid --fork --mount-proc, tini as PID 1) holding:
-  - a server-like tree (tests/integration/_server_tree.py): a parent titled
+  - a server-like tree (tests/support/scripts/server_tree.py): a parent titled
     `python3 -m sglang.launch_server ...` with 8 children `sglang::scheduler_TP0..7`,
     each holding --mib MiB on its own fake GPU;
   - a bystander `python3 monitor.py` that holds no GPU.
@@ -48,11 +48,16 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-INTEG = os.path.join(REPO, "tests", "integration")
-sys.path[:0] = [INTEG, os.path.join(REPO, "tests")]  # tests/: _polling, used by _harness
+sys.path.insert(0, REPO)  # a program: tests.support, then what the tests see (tests/support/syspath.py)
+from tests.support import syspath  # noqa: E402  pylint: disable=wrong-import-position
 
-import _pidns  # noqa: E402
-from _harness import PYTHON, SIMCTL, ansible_env, fakegpu, run_module  # noqa: E402
+syspath.install()
+
+from simlib import fakegpu  # noqa: E402
+
+from tests.support import pidns  # noqa: E402
+from tests.support.ansible import ansible_env, run_module  # noqa: E402
+from tests.support.paths import PYTHON, SCRIPTS, SIMCTL  # noqa: E402
 
 SERVER_TITLE = "python3 -m sglang.launch_server --model-path /models/kimi-k2.5 --tp-size 8 --port 30000"
 PATTERN = r"sglang::|sglang\.launch_server"
@@ -118,7 +123,7 @@ class Host:
 
     def __init__(self, root, env, workdir, mib, stray, with_server=True):
         self.root, self.env = root, env
-        self.ns = _pidns.PidNamespace()
+        self.ns = pidns.PidNamespace()
         self.tree = None
         self.popens = []
         try:
@@ -127,7 +132,7 @@ class Host:
                 specs = ["%d,%d,sglang::scheduler_TP%d" % (i, mib, i) for i in range(GPUS)]
                 if stray:
                     specs.append("7,1000,python3 /opt/helpers/prefetch_worker.py")
-                proc = self.ns.popen([PYTHON, os.path.join(INTEG, "_server_tree.py"), root, SERVER_TITLE] + specs,
+                proc = self.ns.popen([PYTHON, os.path.join(SCRIPTS, "server_tree.py"), root, SERVER_TITLE] + specs,
                                      env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
                 self.popens.append(proc)
                 line = proc.stdout.readline()
@@ -291,7 +296,7 @@ def main(argv=None):
     parser.add_argument("--mib", type=int, default=20000)
     parser.add_argument("--stray", action="store_true", help="add a non-sglang child holding GPU 7")
     args = parser.parse_args(argv)
-    if not _pidns.available() or not all(shutil.which(t) for t in ("fuser", "ps", "pkill")):
+    if not pidns.available() or not all(shutil.which(t) for t in ("fuser", "ps", "pkill")):
         sys.exit("needs root, unshare, nsenter, tini, fuser, ps and pkill")
 
     work = tempfile.mkdtemp(prefix="gf-bench-release-")

@@ -9,6 +9,8 @@ import os
 import sys
 import time
 
+from tests.support import procfs  # suite.py puts the repository root on sys.path
+
 MIB = 1024 * 1024
 
 try:
@@ -71,13 +73,7 @@ def _text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def state(pid):
-    """Process state letter (R, S, Z, ...) or None when the PID is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
+state = procfs.state  # process state letter (R, S, Z, ...) or None when the PID is gone
 
 
 def live_threads(pid):
@@ -88,12 +84,8 @@ def live_threads(pid):
         return []
     out = []
     for tid in tids:
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as handle:
-                if handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-                    out.append(int(tid))
-        except OSError:
-            pass
+        if procfs.state(tid, "/proc/%d/task" % pid) not in (None, "Z", "X"):
+            out.append(int(tid))
     return sorted(out)
 
 

@@ -28,9 +28,13 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+# A program run on the GPU machine from a copy of the checkout: gpuview.py beside it, and
+# the repository root for tests.support (stdlib only; no build/ needed there).
+sys.path[:0] = [HERE, REPO]
 
 import gpuview  # noqa: E402
+
+from tests.support import procfs  # noqa: E402
 
 PY = sys.executable
 HOLDER = os.path.join(HERE, "holder.py")
@@ -302,7 +306,7 @@ def case_orphans(s):
     os.kill(tree["pid"], signal.SIGKILL)
     s.started[-1].wait()
     workers = tree["children"]
-    parents = {t: open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()[1] for t, p in workers.items()}
+    parents = {t: str(procfs.ppid(p)) for t, p in workers.items()}
     res = s.release({"patterns": [s.pat]})
     check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
     got = {p: k["reason"] for p, k in killed_by_pid(res).items()}

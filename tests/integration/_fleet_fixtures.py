@@ -9,23 +9,20 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
+from simlib import fleet_proc  # (start-time checked kills, as `fleet down` does)
 
-REPO = Path(__file__).resolve().parents[2]
-PY = REPO / ".venv" / "bin" / "python"
-SIMCTL = REPO / "tests" / "sim" / "simctl"
+from tests.support import paths
+from tests.support.polling import holds_within
 
-sys.path.insert(0, str(REPO / "tests" / "sim"))
-from _ansible_bin import tool  # noqa: E402  (GPUFLEET_ANSIBLE_BIN: which ansible-core)
-from _polling import holds_within  # noqa: E402
-from simlib import fleet_proc  # noqa: E402  (start-time checked kills, as `fleet down` does)
-
-ANSIBLE_PLAYBOOK = tool("ansible-playbook")
-ANSIBLE = tool("ansible")
+REPO = Path(paths.REPO)
+PY = Path(paths.PYTHON)
+SIMCTL = Path(paths.SIMCTL)
+ANSIBLE_PLAYBOOK = paths.ansible_tool("ansible-playbook")  # GPUFLEET_ANSIBLE_BIN: which ansible-core
+ANSIBLE = paths.ansible_tool("ansible")
 
 needs_fleet = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("tini") and os.path.exists("/usr/sbin/sshd")

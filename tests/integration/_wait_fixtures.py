@@ -9,56 +9,23 @@ import json
 import os
 import pathlib
 import re
-import socket
 import subprocess
 import time
 
-from _polling import poll  # noqa: E402
+from tests.support import paths
+from tests.support.polling import poll
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PY = REPO / ".venv" / "bin" / "python"
-ANSIBLE = REPO / ".venv" / "bin" / "ansible"
-SERVER = pathlib.Path(__file__).resolve().parent / "wait_test_server.py"
-SIM_PYTHON = REPO / "tests" / "sim" / "bin" / "sglang-python"
-SIM_MODEL = REPO / "tests" / "sim" / "models" / "kimi-k2.5-int4"
+REPO = pathlib.Path(paths.REPO)
+PY = pathlib.Path(paths.PYTHON)
+ANSIBLE = pathlib.Path(paths.VENV_BIN) / "ansible"
+SERVER = pathlib.Path(paths.SERVERS) / "standin.py"  # with --log: a start-up first
+SIM_PYTHON = pathlib.Path(paths.SIM_PYTHON)
+SIM_MODEL = pathlib.Path(paths.SIM_MODELS) / "kimi-k2.5-int4"
 _RESULT = re.compile(r"^localhost \| (SUCCESS|FAILED!|CHANGED) => ", re.MULTILINE)
 
 
-def poll_until(condition, deadline_s, what, interval=0.01):
-    """Poll `condition` until it returns something true; fail with `what` at the deadline."""
-    return poll(condition, deadline_s, interval, what)
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Procs:
-    """Every process a test starts; stop() ends each one by its PID (TERM, then KILL) and reaps it."""
-
-    def __init__(self):
-        self.procs = []
-
-    def start(self, argv, **kwargs):
-        proc = subprocess.Popen(argv, **kwargs)
-        self.procs.append(proc)
-        return proc
-
-    def stop(self):
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-            proc.wait()
-
-
 class FakeServer:
-    """One wait_test_server.py process and its files under a test's tmp dir."""
+    """One tests/support/servers/standin.py process (a start-up: --log) and its files under a test's tmp dir."""
 
     def __init__(self, procs, tmp, name="srv", **opts):
         self.dir = pathlib.Path(tmp) / name
@@ -77,7 +44,7 @@ class FakeServer:
             elif value is not None:
                 argv += [flag, str(value)]
         with open(self.log, "ab") as out:  # stdout/stderr into the log, as a launch does
-            self.proc = procs.start(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.proc = procs.popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.port = opts.get("port")
 
     @property
@@ -89,8 +56,8 @@ class FakeServer:
         return "http://127.0.0.1:%d" % self.port
 
     def wait_port(self):
-        text = poll_until(lambda: self.port_file.exists() and self.port_file.read_text().strip(), 10,
-                          "the fake server's port file")
+        text = poll(lambda: self.port_file.exists() and self.port_file.read_text().strip(), 10, 0.01,
+                    "the fake server's port file")
         self.port = int(text)
         return self.port
 
@@ -132,7 +99,7 @@ class ModuleRun:
     """The real module through `ansible localhost -m gpufleet.serving.server_wait`, in the background."""
 
     def __init__(self, procs, args, check=False):
-        self.proc = procs.start(module_argv(args, check), cwd=str(REPO), env=module_env(),
+        self.proc = procs.popen(module_argv(args, check), cwd=str(REPO), env=module_env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         self.stdout = self.stderr = None
         self.ended_at = None
@@ -168,5 +135,5 @@ def median(values):
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
 
 
-__all__ = ["FakeServer", "ModuleRun", "Procs", "free_port", "median", "poll_until", "progress_has",
+__all__ = ["FakeServer", "ModuleRun", "median", "progress_has",
            "progress_time"]

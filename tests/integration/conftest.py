@@ -1,12 +1,11 @@
 import os
-import sys
 
 import pytest
+from simlib import fakegpu
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _pidns  # noqa: E402
-from _harness import OwnProcesses, fakegpu  # noqa: E402
+from tests.support import pidns
+from tests.support.processes import OwnProcesses
+from tests.support.servers.launch import StandIn
 
 
 @pytest.fixture
@@ -29,8 +28,23 @@ def procs():
 @pytest.fixture
 def ns():
     """A private PID namespace: pattern kills in it reach nothing outside."""
-    if not _pidns.available():
+    if not pidns.available():
         pytest.skip("needs root, unshare, nsenter and tini (apt-get install tini)")
-    space = _pidns.PidNamespace()
+    space = pidns.PidNamespace()
     yield space
     space.stop()
+
+
+@pytest.fixture
+def server():
+    """start(*options): tests/support/servers/standin.py serving at once; all stopped at the end."""
+    started = []
+
+    def start(*args):
+        s = StandIn(*args)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()

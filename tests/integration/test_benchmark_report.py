@@ -10,17 +10,14 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 import textwrap
 
 import pytest
 
-HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))
+from tests.support import paths
 
-# `server` is the fixture this file shares with test_llm_benchmark.
-from test_llm_benchmark import PY, server  # noqa: E402,F401  pylint: disable=unused-import
+PY = paths.PYTHON
+REPO = pathlib.Path(paths.REPO)
 
 PLAYBOOK = """
 - name: Benchmark baseline and candidate on every host
@@ -87,7 +84,7 @@ def test_report_from_a_playbook(server, tmp_path):
     """ % PY))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     report_dir = tmp_path / "report"
-    cmd = [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
+    cmd = [os.path.join(paths.VENV_BIN, "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
            str(tmp_path / "play.yml"), "-e", json.dumps({"baseline_url": base.url, "candidate_url": cand.url,
                                                          "report_dir": str(report_dir)})]
     out = subprocess.run(cmd, cwd=str(REPO), capture_output=True, text=True, timeout=150,

@@ -11,15 +11,13 @@ fails here with SGLang's own message.
 """
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+import realsglang
 import yaml
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env
 
-sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
-import realsglang  # noqa: E402  pylint: disable=wrong-import-position
+from tests.support.ansible import run_playbook
+from tests.support.paths import PYTHON, REPO
 
 INVENTORY = os.path.join(REPO, "inventories", "example-blackwell")
 LAUNCH_TASKS = os.path.join(REPO, "roles", "sglang_server", "tasks", "launch.yml")
@@ -92,9 +90,7 @@ def render(tmp_path, key):
              "secret_content": role_secret_content()}
     if key:
         extra["sglang_server_api_key"] = key
-    proc = subprocess.run(
-        [os.path.join(VENV_BIN, "ansible-playbook"), "-i", INVENTORY, "-e", json.dumps(extra), str(playbook)],
-        cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=180, check=False)
+    proc = run_playbook(playbook, extra, inventory=INVENTORY, connection=None, timeout=180)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return json.loads((out / "argv.json").read_text())
 

@@ -8,8 +8,8 @@ in the report play only, as a host that left the play. Seconds, no root.
 import json
 import subprocess
 
-from _ansible_bin import tool
-from _harness import PYTHON, REPO, ansible_env
+from tests.support.ansible import ansible_env
+from tests.support.paths import PYTHON, REPO, ansible_tool
 
 PLAYBOOK = """\
 - name: Work on each host
@@ -62,7 +62,7 @@ def test_record_failure_and_report(tmp_path):
     playbook = tmp_path / "play.yml"
     report_dir = tmp_path / "report"
     playbook.write_text(PLAYBOOK.format(report_dir=report_dir))
-    run = subprocess.run([str(tool("ansible-playbook")), "-i", str(inventory), str(playbook)],
+    run = subprocess.run([ansible_tool("ansible-playbook"), "-i", str(inventory), str(playbook)],
                          cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
     output = run.stdout + run.stderr
     assert run.returncode == 2, output[-4000:]

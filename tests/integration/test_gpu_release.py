@@ -8,15 +8,19 @@ import os
 import subprocess
 
 import pytest
-from _harness import PYTHON, REPO, ansible_env, fakegpu, hold, run_module, wait_for
+from simlib import fakegpu
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from tests.support.ansible import ansible_env, run_module
+from tests.support.gpu import hold
+from tests.support.paths import PYTHON, REPO, SCRIPTS
+from tests.support.polling import poll
+
 SGLANG = r"sglang::|sglang\.launch_server"
 SERVER_TITLE = "python3 -m sglang.launch_server --model-path /models/kimi-k2.5 --tp-size 8 --port 30000"
 
 
 def start_tree(ns, root, env, specs, title=SERVER_TITLE):
-    proc = ns.popen([PYTHON, os.path.join(HERE, "_server_tree.py"), root, title] + specs,
+    proc = ns.popen([PYTHON, os.path.join(SCRIPTS, "server_tree.py"), root, title] + specs,
                     env=env, stdout=subprocess.PIPE, text=True)
     return json.loads(proc.stdout.readline())
 
@@ -54,7 +58,7 @@ def test_orphaned_workers_found(gpu_root, ns):
     tree = start_tree(ns, root, env, ["%d,5000,sglang::scheduler_TP%d" % (i, i) for i in range(2)]
                       + ["2,5000,ray::IDLE"])
     ns.run(["kill", "-9", str(tree["parent"])], check=True)
-    wait_for(lambda: not ns.alive(tree["parent"]), what="parent gone")
+    poll(lambda: not ns.alive(tree["parent"]), what="parent gone")
     res = run_module("gpu_release", {"patterns": [SGLANG]}, env=env, ns=ns)
     assert res["_rc"] == 0, res.get("msg")
     reasons = {k["pid"]: k["reason"] for k in res["killed"]}

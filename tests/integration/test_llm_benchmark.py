@@ -10,78 +10,24 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import selectors
 import signal
-import socket
 import subprocess
-import sys
-import time
 import urllib.request
 
 import pytest
 
-HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "build" / "collections"))
-sys.path.insert(0, str(HERE))
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from tests.support import paths
+from tests.support.net import free_port
+from tests.support.polling import poll
+from tests.support.servers.standin import expected_tok_s
 
-from _bench_server import expected_tok_s  # noqa: E402
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
-
-SERVER = str(HERE / "_bench_server.py")
-PY = str(REPO / ".venv" / "bin" / "python")
-SIM_PY = REPO / "tests" / "sim" / "bin" / "sglang-python"
-SIM_MODEL = REPO / "tests" / "sim" / "models" / "kimi-k2.5-int4"
-SIM_DRAFT = REPO / "tests" / "sim" / "models" / "aq-medai-kimi-k2-eagle3"
-
-
-class BenchServer:
-    """_bench_server.py in a child process; READY <port> on its stdout."""
-
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, SERVER, "--port", "0"] + list(args),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        ready = sel.select(timeout=10)
-        sel.close()
-        line = self.proc.stdout.readline().decode() if ready else ""
-        if not line.startswith("READY "):
-            self.stop()
-            raise AssertionError("test server did not start: %r %r" % (line, self.proc.stderr.read()))
-        self.port = int(line.split()[1])
-        self.url = "http://127.0.0.1:%d" % self.port
-
-    def stats(self, reset=False):
-        with urllib.request.urlopen(self.url + "/stats" + ("?reset=1" if reset else ""), timeout=5) as r:
-            return json.loads(r.read())
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-
-
-@pytest.fixture
-def server():
-    started = []
-
-    def start(*args):
-        s = BenchServer(*args)
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        s.stop()
+REPO = pathlib.Path(paths.REPO)
+PY = paths.PYTHON
+SIM_PY = pathlib.Path(paths.SIM_PYTHON)
+SIM_MODEL = pathlib.Path(paths.SIM_MODELS) / "kimi-k2.5-int4"
+SIM_DRAFT = pathlib.Path(paths.SIM_MODELS) / "aq-medai-kimi-k2-eagle3"
 
 
 def params(url, **kw):
@@ -162,15 +108,13 @@ def test_unknown_server_has_no_acceptance(server):
 
 
 def test_no_server_fails_with_a_message():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     with pytest.raises(GpuFleetError, match="no answer from http://127.0.0.1:%d/v1/models" % port):
         run_benchmark(params("http://127.0.0.1:%d" % port))
 
 
 def ansible_module(args, check=False):
-    cmd = [str(REPO / ".venv" / "bin" / "ansible"), "localhost", "-m", "gpufleet.serving.llm_benchmark",
+    cmd = [os.path.join(paths.VENV_BIN, "ansible"), "localhost", "-m", "gpufleet.serving.llm_benchmark",
            "-a", json.dumps(args), "-e", "ansible_python_interpreter=%s" % PY]
     if check:
         cmd.append("--check")
@@ -203,12 +147,6 @@ def test_module_through_ansible(server, tmp_path):
 
 # --- the simulated SGLang server (tests/sim), when a colleague's kit is present ---------
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def sim_server(tmp_path):
     if not (SIM_PY.exists() and SIM_MODEL.exists()):
@@ -216,7 +154,7 @@ def sim_server(tmp_path):
     started = []
 
     def start(*extra):
-        port = _free_port()
+        port = free_port()
         log = open(str(tmp_path / ("sim-%d.log" % port)), "wb")
         proc = subprocess.Popen(
             [str(SIM_PY), "-m", "sglang.launch_server", "--model-path", str(SIM_MODEL), "--host", "127.0.0.1",
@@ -224,17 +162,18 @@ def sim_server(tmp_path):
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         started.append((proc, log))
         url = "http://127.0.0.1:%d" % port
-        deadline = time.monotonic() + 60
-        while True:  # poll /health until 200 (bounded); fail if the process died
+
+        def healthy():  # /health 200; fail at once if the process died
+            if proc.poll() is not None:
+                raise AssertionError("simulated server died: %s" % (tmp_path / ("sim-%d.log" % port)))
             try:
                 with urllib.request.urlopen(url + "/health", timeout=5) as r:
-                    if r.status == 200:
-                        return url
+                    return r.status == 200
             except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("simulated server not ready: %s" % (tmp_path / ("sim-%d.log" % port)))
-            time.sleep(0.05)
+                return False
+
+        poll(healthy, 60, 0.05, "the simulated server to be ready: %s" % (tmp_path / ("sim-%d.log" % port)))
+        return url
 
     yield start
     for proc, log in started:

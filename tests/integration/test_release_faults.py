@@ -4,7 +4,7 @@ Every pattern kill runs in a private PID namespace (`ns`); holders are started i
 Faults come from the fake kit's switches (`simctl gpu fault ROOT hang|lost N`), from an
 environment without the NVML library or without nvidia-ml-py, from a holder in another PID
 namespace, and from a holder stuck in uninterruptible sleep (a FUSE request never answered,
-_fault_fuse.py).
+tests/support/scripts/fault_fuse.py).
 """
 import ctypes.util
 import json
@@ -13,11 +13,17 @@ import re
 import subprocess
 import time
 
-import _pidns
 import pytest
-from _harness import PYTHON, REPO, VENV_BIN, alive, ansible_env, fakegpu, hold, run_module, timed, wait_for
+from simlib import fakegpu
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from tests.support import pidns
+from tests.support.ansible import ansible_env, run_module
+from tests.support.gpu import hold
+from tests.support.paths import COLLECTIONS, PYTHON, REPO, SCRIPTS, VENV_BIN
+from tests.support.polling import poll
+from tests.support.procfs import alive
+from tests.support.timing import timed
+
 SGLANG = r"sglang::|sglang\.launch_server"
 SERVER_TITLE = "python3 -m sglang.launch_server --model-path /models/kimi-k2.5 --tp-size 8 --port 30000"
 
@@ -188,9 +194,9 @@ def test_lost_gpu_fails_naming_it(gpu_root, ns):
 def test_holder_invisible_to_the_module_fails_naming_the_gpu(gpu_root, ns):
     """Memory held on GPU 1 by a process in another PID namespace: nothing here to kill."""
     root, env = gpu_root
-    if not _pidns.available():
+    if not pidns.available():
         pytest.skip("needs a second PID namespace")
-    other = _pidns.PidNamespace()
+    other = pidns.PidNamespace()
     try:
         hidden = hold(root, 1, 3000, "python3 hidden_tenant.py", other, env)
         res = run_module("gpu_release", {"patterns": [SGLANG], "timeout": 1.5}, env=env, ns=ns)
@@ -211,7 +217,7 @@ def test_holder_stuck_in_d_state_fails_naming_it_its_state_and_gpu(gpu_root, ns,
         pytest.skip("needs /dev/fuse")
     mnt = tmp_path / "stuck"
     mnt.mkdir()
-    helper = os.path.join(HERE, "_fault_fuse.py")
+    helper = os.path.join(SCRIPTS, "fault_fuse.py")
     daemon = ns.popen([PYTHON, helper, "daemon", str(mnt)], stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE, text=True)
     try:
@@ -236,7 +242,7 @@ def test_holder_stuck_in_d_state_fails_naming_it_its_state_and_gpu(gpu_root, ns,
         assert ns.state(pid) == "D"
         # Ending the FUSE daemon aborts the request: the SIGKILL then takes effect.
         ns.run(["kill", "-KILL", str(daemon_pid)], check=True)
-        wait_for(lambda: not ns.alive(pid), timeout=20, what="stuck holder to die once released")
+        poll(lambda: not ns.alive(pid), timeout=20, what="stuck holder to die once released")
     finally:
         daemon.kill()  # our nsenter; the namespace's end takes what is inside
 
@@ -278,13 +284,13 @@ def test_reused_pid_is_never_signalled_by_a_target(procs):
     pinned = _signals.Target(ProcInfo(child.pid, os.getpid(), real, "root", ["x"], "python", "sleeping"), "pattern")
     assert _signals.release([pinned], 0.2, time.monotonic() + 5) == []
     assert pinned.signals == ["SIGTERM"]
-    wait_for(lambda: not alive(child.pid), what="control process gone")
+    poll(lambda: not alive(child.pid), what="control process gone")
 
 
 @pytest.mark.parametrize("control", [False, True])
 def test_reused_pid_is_never_signalled_through_the_releaser(gpu_root, ns, control):
     root, env = gpu_root
-    argv = [PYTHON, os.path.join(HERE, "_fault_pidreuse.py"), root] + (["control"] if control else [])
+    argv = [PYTHON, os.path.join(SCRIPTS, "fault_pidreuse.py"), root] + (["control"] if control else [])
     out = ns.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout.strip().splitlines()[-1])
@@ -302,7 +308,7 @@ def test_reused_pid_is_never_signalled_through_the_releaser(gpu_root, ns, contro
 def test_two_concurrent_releases_both_succeed(gpu_root, ns, tmp_path):
     root, env = gpu_root
     specs = ["%d,2000,sglang::scheduler_TP%d" % (i, i) for i in range(8)] + ["7,500,python3 /opt/prefetch.py"]
-    tree_proc = ns.popen([PYTHON, os.path.join(HERE, "_server_tree.py"), root, SERVER_TITLE] + specs,
+    tree_proc = ns.popen([PYTHON, os.path.join(SCRIPTS, "server_tree.py"), root, SERVER_TITLE] + specs,
                          env=env, stdout=subprocess.PIPE, text=True)
     tree = json.loads(tree_proc.stdout.readline())
     everyone = {tree["parent"]} | set(tree["workers"].values())
@@ -354,7 +360,7 @@ except NvmlError as exc:
 def test_nvml_helper_gone_gives_a_clear_error(gpu_root):
     """A dead NVML helper (killed by someone else) is an NvmlError, not a BrokenPipeError traceback."""
     root, env = gpu_root
-    out = subprocess.run([PYTHON, "-c", HELPER_GONE % os.path.join(REPO, "build", "collections")],
+    out = subprocess.run([PYTHON, "-c", HELPER_GONE % COLLECTIONS],
                          env=env, capture_output=True, text=True, timeout=60, check=False)
     assert out.stdout.strip() == "NvmlError: the NVML helper process died before reading GPU memory and processes", \
         out.stdout + out.stderr

@@ -10,10 +10,16 @@ import subprocess
 import time
 
 import pytest
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env, fakegpu, hold, run_module, timed, wait_for
+from simlib import fakegpu
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-HOLDER = os.path.join(HERE, "_promise_holder.py")
+from tests.support import procfs
+from tests.support.ansible import ansible_env, run_module
+from tests.support.gpu import hold
+from tests.support.paths import PYTHON, REPO, SCRIPTS, VENV_BIN
+from tests.support.polling import poll
+from tests.support.timing import timed
+
+HOLDER = os.path.join(SCRIPTS, "promise_holder.py")
 SGLANG = r"sglang::|sglang\.launch_server"
 NOBODY = 65534
 
@@ -23,7 +29,7 @@ def used(root):
 
 
 def start(ns, env, *args, **kwargs):
-    """A _promise_holder.py in the namespace; returns (Popen, its first stdout line)."""
+    """A promise_holder.py in the namespace; returns (Popen, its first stdout line)."""
     proc = ns.popen([PYTHON, HOLDER] + [a if isinstance(a, bytes) else str(a) for a in args],
                     env=dict(env, **kwargs.pop("extra_env", {})), stdout=subprocess.PIPE, **kwargs)
     return proc, proc.stdout.readline()
@@ -37,7 +43,7 @@ def test_thread_group_with_exited_leader_is_signalled_and_waited_for(gpu_root, n
     unused, line = start(ns, env, "parent", root, 3, 2000, "python3 -m sglang.launch_server --tp 1")
     tree = json.loads(line)
     child = tree["child"]
-    wait_for(lambda: ns.state(child) == "Z", what="leader of the child to exit")
+    poll(lambda: ns.state(child) == "Z", what="leader of the child to exit")
     assert used(root)[3] >= 2000  # its other thread holds the memory
     res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [3], "term_timeout": 5, "timeout": 8},
                      env=env, ns=ns)
@@ -55,7 +61,7 @@ def test_exited_leader_is_named_in_the_message(gpu_root, procs):
     proc = procs.popen([PYTHON, HOLDER, "leader-exit", root, "0", "10", "gf-leader-exit-probe"],
                        env=env, stdout=subprocess.PIPE, text=True)
     pid = int(proc.stdout.readline())
-    wait_for(lambda: open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] == "Z",
+    poll(lambda: procfs.zombie(pid),
              what="leader to exit")
     from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release as _release
     text = _release._describe_holder({"pid": pid, "cmdline": "", "state": "zombie"})  # pylint: disable=protected-access
@@ -215,7 +221,7 @@ def test_check_mode_fails_like_the_real_run(gpu_root, ns):
     assert real["_rc"] != 0 and "GPU 2 (" in real["msg"] and "pid %d" % keep in real["msg"]
     # Without the protected holder, check mode is ok again.
     ns.run(["kill", "-9", str(keep)], check=True)
-    wait_for(lambda: used(root)[2] == 0, what="GPU 2 free")
+    poll(lambda: used(root)[2] == 0, what="GPU 2 free")
     again = run_module("gpu_release", args, env=env, ns=ns, check=True)
     assert again["_rc"] == 0 and again["predicted_failures"] == [], again.get("msg")
 

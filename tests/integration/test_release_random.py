@@ -7,7 +7,7 @@ them carrying the pattern in its arguments), processes of user `nobody` (random
 `sweep_users: [root]`), extra `protect` regexes, bystanders with no GPU and no match, and
 copies of the releasing process's own command line. After the release exactly the intended
 set is gone, everything else is alive, and `killed` is that set (with the reasons).
-The oracle and the tree builder are in _trial_runner.py.
+The oracle and the tree builder are in tests/support/scripts/trial_runner.py.
 
 Speed: the bulk of the trials run the Releaser of plugins/module_utils/_gpu/release.py
 IN-PROCESS, in one runner inside one private PID namespace: the same code path as the
@@ -27,10 +27,12 @@ import subprocess
 import time
 
 import pytest
-from _harness import PYTHON, REPO, fakegpu, run_module
+from simlib import fakegpu
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-RUNNER = os.path.join(HERE, "_trial_runner.py")
+from tests.support.ansible import run_module
+from tests.support.paths import PYTHON, REPO, SCRIPTS
+
+RUNNER = os.path.join(SCRIPTS, "trial_runner.py")
 OUTPUT = os.path.join(REPO, "tests", "output", "release-trials.json")
 SEED = os.environ.get("GPUFLEET_TRIAL_SEED") or str(random.SystemRandom().randrange(10 ** 9))
 COUNT = int(os.environ.get("GPUFLEET_TRIALS", "200"))

@@ -7,11 +7,15 @@ import json
 import os
 import subprocess
 
-import _pidns
 import pytest
-from _harness import PYTHON, REPO, SIMCTL, VENV_BIN, ansible_env, fakegpu, hold, run_module, wait_for
+from simlib import fakegpu
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from tests.support import pidns, procfs
+from tests.support.ansible import ansible_env, run_module
+from tests.support.gpu import hold
+from tests.support.paths import PYTHON, REPO, SCRIPTS, SIMCTL, VENV_BIN
+from tests.support.polling import poll
+
 SGLANG = r"sglang::|sglang\.launch_server"
 
 
@@ -20,7 +24,7 @@ def server_title(port, tp=4):
 
 
 def start_tree(ns, root, env, specs, title):
-    proc = ns.popen([PYTHON, os.path.join(HERE, "_server_tree.py"), root, title] + specs,
+    proc = ns.popen([PYTHON, os.path.join(SCRIPTS, "server_tree.py"), root, title] + specs,
                     env=env, stdout=subprocess.PIPE, text=True)
     return json.loads(proc.stdout.readline())
 
@@ -187,7 +191,7 @@ def test_a_tree_not_holding_memory_is_placed_by_cuda_visible_devices(gpu_root, n
 def test_descent_stops_at_another_session(gpu_root, ns):
     """A tmux server whose argv holds the launch command: the job in another pane lives."""
     root, env = gpu_root
-    proc = ns.popen([PYTHON, os.path.join(HERE, "_session_tree.py"), root,
+    proc = ns.popen([PYTHON, os.path.join(SCRIPTS, "session_tree.py"), root,
                      "tmux new -s serve " + server_title(30000), server_title(30000),
                      "0,1000,sglang::scheduler_TP0", "1,1000,sglang::scheduler_TP1",
                      "--", "5,1000,python3 train.py --epochs 90"],
@@ -285,19 +289,18 @@ def test_a_pattern_match_with_a_daemon_comm_is_released(gpu_root, ns):
 def test_ppid_2_under_tini_is_no_kernel_thread(gpu_root, tmp_path):
     """A launcher that is PID 2 of its PID namespace (under tini): its workers are killed."""
     root, env = gpu_root
-    if not _pidns.available():
+    if not pidns.available():
         pytest.skip("needs root, unshare, nsenter and tini")
     launch = tmp_path / "launch.sh"  # a script: the launcher's own command line matches nothing
     launch.write_text(" & ".join("%s %s gpu hold %s --gpu %d --mib 500 --title sglang::scheduler_TP%d"
                                  % (PYTHON, SIMCTL, root, g, g) for g in range(4)) + " & wait; exec sleep infinity\n")
-    space = _pidns.PidNamespace(child=["bash", str(launch)], env=env)
+    space = pidns.PidNamespace(child=["bash", str(launch)], env=env)
     try:
-        wait_for(lambda: sum(g["used_mib"] for g in fakegpu.read_status(root)) == 2000, what="workers hold")
+        poll(lambda: sum(g["used_mib"] for g in fakegpu.read_status(root)) == 2000, what="workers hold")
         workers = sorted(ns_pid_of(space, "sglang::scheduler_TP", start=True))
         assert len(workers) == 4
         for pid in workers:
-            with open("/proc/%d/root/proc/%d/stat" % (space.init_pid, pid)) as handle:
-                assert handle.read().rsplit(")", 1)[1].split()[1] == "2"  # PPID 2
+            assert procfs.ppid(pid, space.proc) == 2
         res = run_module("gpu_release", {"patterns": [SGLANG]}, env=env, ns=space)
         assert res["_rc"] == 0, res.get("msg")
         assert sorted(k["pid"] for k in res["killed"]) == workers
@@ -311,7 +314,7 @@ def test_ppid_2_under_tini_is_no_kernel_thread(gpu_root, tmp_path):
 def test_holder_whose_leader_exited_is_seen_per_thread(gpu_root, ns):
     root, env = gpu_root
     pid = hold(root, 1, 2000, "python3 worker.py", ns, env, leader_exits=True)
-    wait_for(lambda: ns.state(pid) == "Z", what="leader a zombie")
+    poll(lambda: ns.state(pid) == "Z", what="leader a zombie")
     assert used(root)[1] == 2000  # the other thread still holds the GPU
     res = run_module("gpu_release", {"gpus": [1], "timeout": 4, "term_timeout": 1}, env=env, ns=ns)
     # The sweep sees it: it is a target (signalled once liveness is read per thread, issue 11
@@ -351,7 +354,7 @@ def test_noop_with_2000_idle_processes_is_fast(gpu_root, ns):
     spawner = ns.popen(["bash", "-c", "for i in $(seq %d); do sleep 600 & done; echo started; wait" % IDLE_COUNT],
                        stdout=subprocess.PIPE, text=True)
     assert spawner.stdout.readline().strip() == "started"
-    wait_for(lambda: len(os.listdir("/proc/%d/root/proc" % ns.init_pid)) > IDLE_COUNT, what="sleepers")
+    poll(lambda: len(os.listdir("/proc/%d/root/proc" % ns.init_pid)) > IDLE_COUNT, what="sleepers")
     res = run_module("gpu_release", {"patterns": [SGLANG]}, env=env, ns=ns)
     assert res["_rc"] == 0 and res["changed"] is False, res.get("msg")
     # Goal 0.3 s in the module (issue 11); this 2-core shared test machine gets twice that.

@@ -19,7 +19,10 @@ import yaml
 from _fleet_fixtures import Fleet, fleet_proc, needs_fleet
 from _fleet_fixtures import ansible_env as fleet_env
 from _fleet_fixtures import wait_for as fleet_wait
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env, fakegpu, run_module
+from simlib import fakegpu
+
+from tests.support.ansible import run_module, run_playbook
+from tests.support.paths import PYTHON, REPO, SIM
 
 ROLE = os.path.join(REPO, "roles", "sglang_server")
 PLAYBOOKS = Path(REPO) / "playbooks"
@@ -237,10 +240,7 @@ def render_role(tmp_path, **role_vars):
     extra = {"out_dir": str(out_dir), "sglang_server_supervisor": "systemd",
              "sglang_server_model_path": "/models/kimi-k2.5-int4"}
     extra.update(role_vars)
-    proc = subprocess.run(
-        [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", "-vv",
-         "-e", json.dumps(extra), str(playbook)],
-        cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
+    proc = run_playbook(playbook, extra, flags=["-vv"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     composed = json.loads((out_dir / "composed.json").read_text())
     return composed, (out_dir / "sglang.service").read_text(), (out_dir / "sglang.env").read_text(), \
@@ -328,7 +328,7 @@ signal.pause()
 
 
 def start_nobody_holder(ns, root, env, gpu, mib):
-    code = HOLD_AS_NOBODY.format(sim=os.path.join(REPO, "tests", "sim"), uid=NOBODY)
+    code = HOLD_AS_NOBODY.format(sim=SIM, uid=NOBODY)  # a program: its own sys.path
     proc = ns.popen([PYTHON, "-c", code, root, str(gpu), str(mib)], env=env,
                     stdout=subprocess.PIPE, text=True)
     return int(proc.stdout.readline())

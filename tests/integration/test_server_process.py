@@ -2,21 +2,16 @@
 import os
 import socket
 
-from _harness import PYTHON, run_module, wait_for
+from tests.support.ansible import run_module
+from tests.support.paths import PYTHON
+from tests.support.polling import poll
+from tests.support.procfs import alive as pid_alive
 
 # A "server" with a child in its process group; it records both PIDs.
 SERVER = ("import os, signal, subprocess, sys, time; "
           "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
           "open(sys.argv[1], 'w').write('%d %d' % (os.getpid(), child.pid)); "
           "time.sleep(600)")
-
-
-def pid_alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def start(tmp_path, fingerprint="a", extra=None):
@@ -30,7 +25,7 @@ def start(tmp_path, fingerprint="a", extra=None):
 def test_start_status_stop(tmp_path):
     res = start(tmp_path)
     assert res["_rc"] == 0 and res["changed"] is True, res.get("msg")
-    wait_for(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text(), what="server pids")
+    poll(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text(), what="server pids")
     leader, child = [int(x) for x in (tmp_path / "pids").read_text().split()]
     try:
         assert leader == res["pid"] and os.getsid(leader) == leader  # its own session
@@ -107,10 +102,10 @@ def test_redactor_keeps_the_key_out_of_the_log_and_passes_sigterm_on(tmp_path):
                                           PYTHON, "-c", KEY_SERVER, str(tmp_path / "pids"), str(secret)]})
     assert res["_rc"] == 0, res.get("msg")
     wrapper = res["pid"]
-    wait_for(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text(), what="server pid")
+    poll(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text(), what="server pid")
     server = int((tmp_path / "pids").read_text())
     try:
-        wait_for(lambda: b" done\n" in log.read_bytes(), what="the server's lines in the log")
+        poll(lambda: b" done\n" in log.read_bytes(), what="the server's lines in the log")
         text = log.read_text()
         assert KEY not in text and KEY[:5] not in text
         assert "'api_key': '<redacted>'" in text

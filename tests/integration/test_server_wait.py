@@ -3,33 +3,29 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """server_wait, the real module through `ansible localhost`, against real server processes on 127.0.0.1.
 
-The fake server (wait_test_server.py) can stop before turning ready or crashing
+The fake server (tests/support/servers/standin.py --log) can stop before turning ready or crashing
 until the test creates its hold file; the test does that once the module's
 progress file shows it is watching, so every latency below is measured, not slept.
 """
 
 from __future__ import annotations
 
-import pathlib
 import socket
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from _wait_fixtures import (  # noqa: E402
+from _wait_fixtures import (
     SIM_MODEL,
     SIM_PYTHON,
     FakeServer,
     ModuleRun,
-    Procs,
-    free_port,
     median,
-    poll_until,
     progress_has,
     progress_time,
 )
+
+from tests.support.net import free_port
+from tests.support.polling import poll
+from tests.support.processes import OwnProcesses
 
 NOTICE_S = 0.5  # the module must notice readiness (or a death) within this
 OVERHEAD_S = 3.0  # ansible's own start-up/teardown around the module on this 2-core machine
@@ -37,22 +33,22 @@ OVERHEAD_S = 3.0  # ansible's own start-up/teardown around the module on this 2-
 
 @pytest.fixture
 def procs():
-    started = Procs()
+    started = OwnProcesses()
     yield started
-    started.stop()
+    started.stop_all(grace=5)
 
 
 def start_wait(procs, server, tmp_path, check=False, **args):
     """Start the module on `server`; return once its progress file shows it is watching."""
-    progress = tmp_path / ("progress-%d" % len(procs.procs))
+    progress = tmp_path / ("progress-%d" % len(procs.popens))
     params = {"url": server.url, "pid": server.pid, "log_path": str(server.log), "progress_file": str(progress),
               "timeout": 60}
     params.update(args)
     params = dict((k, v) for k, v in params.items() if v is not None)  # a null still counts as "given"
     run = ModuleRun(procs, params, check=check)
     run.progress = progress
-    poll_until(lambda: progress_has(progress, "waiting for") or run.proc.poll() is not None, 30,
-               "the module to start")
+    poll(lambda: progress_has(progress, "waiting for") or run.proc.poll() is not None, 30, 0.01,
+         "the module to start")
     return run
 
 
@@ -63,8 +59,8 @@ def test_ready_detection_latency(procs, tmp_path):
         server.wait_port()
         run = start_wait(procs, server, tmp_path)
         # The module is polling a server that answers 503 (warm-up): now let it turn ready.
-        poll_until(lambda: any(e.get("path") == "/health" and e["status"] == 503 for e in server.read_events()),  # noqa: B023
-                   10, "a 503 health answer")
+        poll(lambda: any(e.get("path") == "/health" and e["status"] == 503 for e in server.read_events()),  # noqa: B023
+             10, 0.01, "a 503 health answer")
         server.release()
         rc, result = run.finish()
         assert rc == 0, run.stdout
@@ -190,8 +186,8 @@ def test_address_in_use_while_health_hangs(procs, tmp_path):
 def test_timeout_reports_phase(procs, tmp_path):
     server = FakeServer(procs, tmp_path, step=0.05, warmup=0.05)  # never released: stuck in warm-up
     server.wait_port()
-    poll_until(lambda: "server_args=" in server.log.read_text() and "model_info" in server.log.read_text(), 10,
-               "the server to reach warm-up")
+    poll(lambda: "server_args=" in server.log.read_text() and "model_info" in server.log.read_text(), 10, 0.01,
+         "the server to reach warm-up")
     run = start_wait(procs, server, tmp_path, timeout=1.5)
     rc, result = run.finish()
     assert rc != 0
@@ -223,7 +219,7 @@ def test_pid_and_pidfile_are_exclusive(procs, tmp_path):
 def test_check_mode_reports_without_waiting(procs, tmp_path):
     server = FakeServer(procs, tmp_path, step=0.05, warmup=0.05)
     server.wait_port()
-    poll_until(lambda: "model_info" in server.log.read_text(), 10, "the server to reach warm-up")
+    poll(lambda: "model_info" in server.log.read_text(), 10, 0.01, "the server to reach warm-up")
     run = start_wait(procs, server, tmp_path, check=True, timeout=600)
     rc, result = run.finish()
     assert rc == 0
@@ -231,7 +227,7 @@ def test_check_mode_reports_without_waiting(procs, tmp_path):
     assert result["phase"] == "warmup"
     assert result["elapsed"] < 1.0  # one probe, not a 600 s wait
     server.release()
-    poll_until(lambda: server.event("ready"), 10, "the server to turn ready")
+    poll(lambda: server.event("ready"), 10, 0.01, "the server to turn ready")
     run = start_wait(procs, server, tmp_path, check=True)
     rc, result = run.finish()
     assert rc == 0 and result["ready"] is True and result["changed"] is False
@@ -247,7 +243,7 @@ def test_simulated_sglang(procs, tmp_path, fail_warmup):
     if fail_warmup:
         argv.append("--sim-fail-warmup")
     with open(log, "ab") as out:
-        server = procs.start(argv, stdout=out, stderr=out, stdin=open("/dev/null"))
+        server = procs.popen(argv, stdout=out, stderr=out, stdin=open("/dev/null"))
     progress = tmp_path / "progress"
     run = ModuleRun(procs, {"url": "http://127.0.0.1:%d" % port, "pid": server.pid, "log_path": str(log),
                             "generate_check": True, "progress_file": str(progress), "timeout": 120})

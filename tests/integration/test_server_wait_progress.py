@@ -10,31 +10,29 @@ result is one result for the whole wait, and the timeout names the phase and the
 
 from __future__ import annotations
 
-import pathlib
 import re
-import sys
 
 import pytest
+from _wait_fixtures import FakeServer, ModuleRun, progress_has, progress_time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from _wait_fixtures import FakeServer, ModuleRun, Procs, poll_until, progress_has, progress_time  # noqa: E402
+from tests.support.polling import poll
+from tests.support.processes import OwnProcesses
 
 PROGRESS = re.compile(r"^localhost: (http://127\.0\.0\.1:\d+) still starting after (\d+) s, phase warmup$", re.M)
 
 
 @pytest.fixture
 def procs():
-    started = Procs()
+    started = OwnProcesses()
     yield started
-    started.stop()
+    started.stop_all(grace=5)
 
 
 def in_warmup(procs, tmp_path):
     server = FakeServer(procs, tmp_path, step=0.05, warmup=0.05)  # held in warm-up until released
     server.wait_port()
-    poll_until(lambda: "server_args=" in server.log.read_text() and "model_info" in server.log.read_text(), 10,
-               "the server to reach warm-up")
+    poll(lambda: "server_args=" in server.log.read_text() and "model_info" in server.log.read_text(), 10, 0.01,
+         "the server to reach warm-up")
     return server
 
 
@@ -70,12 +68,12 @@ def test_timeout_prints_progress_and_names_phase_and_log_tail(procs, tmp_path):
 def test_ready_after_several_slices_is_one_result_timed_from_the_start(procs, tmp_path):
     server = in_warmup(procs, tmp_path)
     run = run_sliced(procs, server, tmp_path)
-    poll_until(lambda: progress_has(run.progress, "waiting for") or run.proc.poll() is not None, 30,
-               "the first slice to start")
+    poll(lambda: progress_has(run.progress, "waiting for") or run.proc.poll() is not None, 30, 0.01,
+         "the first slice to start")
     first = progress_time(run.progress, "waiting for")
     # The next slice starts its progress file anew: a later "waiting for" line.
-    poll_until(lambda: (progress_time(run.progress, "waiting for") or 0) > first or run.proc.poll() is not None,
-               30, "a second slice")
+    poll(lambda: (progress_time(run.progress, "waiting for") or 0) > first or run.proc.poll() is not None,
+         30, 0.01, "a second slice")
     server.release()
     rc, result = run.finish()
     assert rc == 0, run.stdout + run.stderr

@@ -6,13 +6,13 @@ tested version: no warning), a stand-in interpreter that reports another version
 interpreter without sglang (version unknown). The play goes on in every case; only an entry
 point that does not exist stops it, naming the variable that fixes it.
 """
-import json
 import os
-import subprocess
 
 import pytest
 import yaml
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env
+
+from tests.support.ansible import run_playbook
+from tests.support.paths import PYTHON, REPO
 
 TESTED = yaml.safe_load(open(os.path.join(REPO, "roles", "sglang_server", "vars", "main.yml")))[
     "sglang_server_tested_version"]
@@ -46,10 +46,7 @@ def run(tmp_path, python, rc=0, **more):
     playbook.write_text(PLAYBOOK)
     extra = {"sglang_server_python": python, "sglang_server_entry_point": python}
     extra.update(more)
-    proc = subprocess.run(
-        [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
-         "-e", json.dumps(extra), str(playbook)],
-        cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
+    proc = run_playbook(playbook, extra)
     assert proc.returncode == rc, proc.stdout + proc.stderr
     return proc.stdout
 

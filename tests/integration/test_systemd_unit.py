@@ -7,14 +7,15 @@ roles/sglang_server/templates/sglang.service.j2 into a temporary directory. The 
 the test leaves /etc alone. ExecStart must name an executable that exists: the project's
 own Python stands in for the SGLang environment's interpreter.
 """
-import json
 import os
 import shlex
 import shutil
 import subprocess
 
 import pytest
-from _harness import PYTHON, REPO, VENV_BIN, ansible_env
+
+from tests.support.ansible import run_playbook
+from tests.support.paths import PYTHON, REPO
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 TEMPLATE = os.path.join(REPO, "roles", "sglang_server", "templates", "sglang.service.j2")
@@ -51,10 +52,7 @@ def render(tmp_path, **role_vars):
              "sglang_server_log_dir": str(tmp_path / "log"),
              "sglang_server_state_dir": str(tmp_path / "state")}
     extra.update(role_vars)
-    proc = subprocess.run(
-        [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
-         "-e", json.dumps(extra), str(playbook)],
-        cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
+    proc = run_playbook(playbook, extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     units = list(unit_dir.iterdir())
     assert len(units) == 1, units

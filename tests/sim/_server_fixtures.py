@@ -7,13 +7,14 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
 
 import psutil
-from _polling import poll  # noqa: E402
+
+from tests.support.net import free_port
+from tests.support.polling import poll
 
 SIM = os.path.dirname(os.path.abspath(__file__))
 SGLANG_PYTHON = os.path.join(SIM, "bin", "sglang-python")
@@ -25,17 +26,6 @@ MISMATCHED = os.path.join(MODELS, "mismatched-eagle3")
 HOST = "127.0.0.1"
 FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.2", "--sim-kv-seconds", "0.05",
         "--sim-graph-seconds", "0.2", "--sim-warmup-seconds", "0.1"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def wait_for(cond, timeout, what, step=0.02):
-    """Poll cond() until it returns a true value; fail with WHAT after TIMEOUT seconds."""
-    return poll(cond, timeout, step, what)
 
 
 class Server:
@@ -61,7 +51,7 @@ class Server:
             return f.read()
 
     def wait_log(self, text, timeout=30):
-        return wait_for(lambda: text in self.log() or self._died(text), timeout, repr(text))
+        return poll(lambda: text in self.log() or self._died(text), timeout, what=repr(text))
 
     def _died(self, text):
         if self.proc.poll() is not None and text not in self.log():
@@ -74,7 +64,7 @@ class Server:
         return self
 
     def wait_exit(self, timeout=20):
-        return wait_for(lambda: self.proc.poll() is not None, timeout, "server exit") and self.proc.returncode
+        return poll(lambda: self.proc.poll() is not None, timeout, what="server exit") and self.proc.returncode
 
     def group(self):
         """Live processes of this server's process group (its whole tree, orphans included)."""
@@ -115,7 +105,7 @@ class Server:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             pass
-        wait_for(lambda: not self.group(), 10, "the server's process group to be gone")
+        poll(lambda: not self.group(), 10, what="the server's process group to be gone")
 
 
 def sse_events(res):

@@ -3,20 +3,20 @@ stopped, and a pynvml probe run in a fresh process (LD_LIBRARY_PATH is read at s
 import json
 import os
 import selectors
-import signal
 import subprocess
 import sys
-import time
 import types
 
 import pytest
+from simlib import fakegpu
 
-SIM = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, SIM)
+from tests.support import procfs
+from tests.support.gpu import hold as simctl_hold
+from tests.support.paths import SIMCTL
+from tests.support.polling import poll
+from tests.support.processes import OwnProcesses
+from tests.support.timing import timed
 
-from simlib import fakegpu  # noqa: E402
-
-SIMCTL = os.path.join(SIM, "simctl")
 PY = sys.executable
 
 # Runs under the fake NVML: `snapshot` prints everything pynvml reports as JSON;
@@ -137,52 +137,20 @@ def read_line(stream, timeout):
         sel.close()
 
 
-def starttime(pid):
-    return fakegpu._proc_starttime(pid)
-
-
-def proc_state(pid):
-    """'R', 'S', 'Z', ... or None once the PID is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            data = f.read()
-    except OSError:
-        return None
-    return data[data.rindex(")") + 2]
+proc_state = procfs.state  # 'R', 'S', 'Z', ... or None once the PID is gone
 
 
 def wait_until(cond, timeout, step=0.005):
     """Poll COND until true; returns seconds taken, or fails at the deadline."""
-    t0 = time.monotonic()
-    while not cond():
-        assert time.monotonic() - t0 < timeout, "condition not met within %.1fs" % timeout
-        time.sleep(step)
-    return time.monotonic() - t0
+    return timed(poll, cond, timeout, step)[1]
 
 
-class Procs:
-    """Processes a test started; all are SIGKILLed (by PID, if still the same process)
-    and, when they are our children, reaped at teardown."""
-
-    def __init__(self):
-        self.items = []  # (pid, starttime, Popen or None)
-
-    def add(self, pid, popen=None):
-        self.items.append((pid, starttime(pid), popen))
-        return pid
-
-    def popen(self, cmd, **kw):
-        p = subprocess.Popen(cmd, **kw)
-        self.add(p.pid, p)
-        return p
+class Procs(OwnProcesses):
+    """OwnProcesses (tests/support/processes.py) that can also start fake-GPU holders."""
 
     def hold(self, root, gpus, mib, *extra):
         """`simctl gpu hold --detach`; returns the holder's PID."""
-        cp = subprocess.run([PY, SIMCTL, "gpu", "hold", root, "--gpu",
-                             ",".join(str(g) for g in gpus), "--mib", str(mib), "--detach"]
-                            + list(extra), capture_output=True, text=True, timeout=60, check=False)
-        assert cp.returncode == 0, cp.stderr
-        return self.add(int(cp.stdout.strip()))
+        return simctl_hold(root, list(gpus), mib, None, self, None, extra=extra)
 
     def hold_foreground(self, root, gpus, mib, *extra):
         """`simctl gpu hold` as our child; returns the Popen once memory is held."""
@@ -191,19 +159,6 @@ class Procs:
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert int(read_line(p.stdout, 60)) == p.pid
         return p
-
-    def stop_all(self):
-        for pid, st, popen in reversed(self.items):
-            if st is not None and starttime(pid) == st:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            if popen is not None:
-                popen.wait(timeout=30)
-                for stream in (popen.stdin, popen.stdout, popen.stderr):
-                    if stream:
-                        stream.close()
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from simlib import fakegpu  # tests/sim is on sys.path (conftest.py)
+from simlib import fakegpu  # tests/sim is on sys.path (tests/conftest.py)
 
 MIB = 1024 * 1024
 PY = sys.executable

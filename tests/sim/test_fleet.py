@@ -9,26 +9,25 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import psutil
 import pytest
 import yaml
+from simlib import fleet_cli
 
-SIM = Path(__file__).resolve().parent
-REPO = SIM.parent.parent
-SIMCTL = SIM / "simctl"
-PY = REPO / ".venv" / "bin" / "python"
-ANSIBLE = REPO / ".venv" / "bin" / "ansible"
+from tests.support import paths
+from tests.support.polling import holds_within
+
+SIM = Path(paths.SIM)
+REPO = Path(paths.REPO)
+SIMCTL = Path(paths.SIMCTL)
+PY = Path(paths.PYTHON)
+ANSIBLE = Path(paths.VENV_BIN) / "ansible"
 # Not the default 22: a colleague's fleet may be up on 127.0.0.2:22 meanwhile.
 PORT = 2222
 ENV_PROBE = ("SGLANG_SIM_PROBE", "probe value 1")
-
-sys.path.insert(0, str(SIM))
-from _polling import holds_within  # noqa: E402
-from simlib import fleet_cli  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("tini") and os.path.exists("/usr/sbin/sshd")),
@@ -55,10 +54,6 @@ def ssh(fleet_dir, address, command, port=PORT, check=True):
         assert proc.returncode == 0, "ssh %s %r: rc %d\n%s" % (
             address, command, proc.returncode, proc.stderr)
     return proc
-
-
-def wait_for(condition, timeout=10.0, interval=0.05):
-    return holds_within(condition, timeout, interval)
 
 
 def start_fleet(request, fleet_dir, hosts, port, *extra):
@@ -173,7 +168,7 @@ def test_each_host_has_its_own_process_table(fleet):
         assert sleeps[0].pid != ns_pid  # host PID and namespace PID differ
     finally:
         ssh(fleet_dir, h1, "kill %d" % ns_pid, check=False)
-    assert wait_for(lambda: duration not in ssh(fleet_dir, h1, "ps -eo args").stdout)
+    assert holds_within(lambda: duration not in ssh(fleet_dir, h1, "ps -eo args").stdout, 10.0, 0.05)
 
 
 def test_ansible_reaches_both_hosts(fleet):
@@ -234,7 +229,7 @@ def test_down_handles_a_host_that_died(request, tmp_path):
     def h2_dead():
         rows = json.loads(simctl("fleet", "status", fleet_dir, "--json", check=False).stdout)
         return rows[1]["alive"] is False and rows[0]["alive"] is True
-    assert wait_for(h2_dead)
+    assert holds_within(h2_dead, 10.0, 0.05)
     assert simctl("fleet", "status", fleet_dir, check=False).returncode == 1
     procs = fleet_processes_alive_hosts(fleet_dir)
     simctl("fleet", "down", fleet_dir)

@@ -12,7 +12,9 @@ import threading
 
 import psutil
 import pytest
-from _server_fixtures import EAGLE, HOST, KIMI, MISMATCHED, Server, measure_throughput, stream_completion, wait_for
+from _server_fixtures import EAGLE, HOST, KIMI, MISMATCHED, Server, measure_throughput, stream_completion
+
+from tests.support.polling import poll
 
 try:
     from simlib import fakegpu
@@ -119,7 +121,7 @@ def test_phases_in_order_and_health_503_then_200(servers):
         codes.append(status)
         return status == 200
 
-    wait_for(health, 20, "/health 200")
+    poll(health, 20, what="/health 200")
     assert codes[0] == 503 and codes[-1] == 200, codes
     log = s.log()
     positions = [log.find(p) for p in PHASES]
@@ -145,7 +147,7 @@ def _assert_failed(s, *texts):
     log = s.log()
     for text in texts:
         assert text in log, (text, log[-3000:])
-    wait_for(lambda: not s.group(), 10, "no process of the server left")
+    poll(lambda: not s.group(), 10, what="no process of the server left")
 
 
 def test_port_taken(servers):
@@ -242,7 +244,7 @@ def test_orphan_workers_outlive_a_sigkilled_parent(servers, gpu_root):
     assert all(u > 0 for u in used_mib(gpu_root)[:8])
     for w in workers:
         os.kill(w.pid, signal.SIGKILL)
-    wait_for(lambda: used_mib(gpu_root) == [0] * 10, 10, "memory released")
+    poll(lambda: used_mib(gpu_root) == [0] * 10, 10, what="memory released")
 
 
 def test_workers_die_with_a_sigkilled_parent(servers):
@@ -252,8 +254,8 @@ def test_workers_die_with_a_sigkilled_parent(servers):
     assert len(workers) >= 3
     os.kill(s.pid, signal.SIGKILL)
     s.wait_exit()
-    wait_for(lambda: not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers),
-             10, "workers gone with their parent")
+    poll(lambda: not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers),
+         10, what="workers gone with their parent")
 
 
 def test_sigterm_drains_in_flight_requests(servers):
@@ -272,7 +274,7 @@ def test_sigterm_drains_in_flight_requests(servers):
     log = s.log()
     assert "SIGTERM received" in log and "Remaining number of requests 1" in log
     assert "Remaining number of requests 0" in log
-    wait_for(lambda: not s.group(), 10, "the tree gone")
+    poll(lambda: not s.group(), 10, what="the tree gone")
 
 
 def test_hang_on_term_ignores_sigterm(servers):

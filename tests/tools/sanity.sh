@@ -18,7 +18,7 @@ cd "$dest"
 git init -q
 printf '/tests/output/\n' >> .gitignore
 git add -A >/dev/null
-# GPUFLEET_ANSIBLE_BIN (a venv's bin/, as tests/_ansible_bin.py reads it) picks the
+# GPUFLEET_ANSIBLE_BIN (a venv's bin/, as tests/support/paths.py reads it) picks the
 # ansible-core; its Python is the one sanity runs on, found first on PATH.
 bin=${GPUFLEET_ANSIBLE_BIN:-$repo/.venv/bin}
 py=${SANITY_PYTHON:-$("$bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')}

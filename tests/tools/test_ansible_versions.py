@@ -2,21 +2,20 @@
 
 requirements.txt pins the oldest (.venv), requirements-newest.txt the newest
 (.venv-newest); meta/runtime.yml, the README and the Makefile's Python versions must agree
-with them, and the ansible the tests drive (tests/_ansible_bin.py) must be the one pinned:
+with them, and the ansible the tests drive (tests/support/paths.py) must be the one pinned:
 the oldest by default, the newest under GPUFLEET_ANSIBLE_BIN (tests/run_all.sh's
 playbooks-newest stage).
 """
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-import _ansible_bin  # noqa: E402
+from tests.support import paths
+
+REPO = Path(paths.REPO)
 
 
 def pin(requirements):
@@ -65,8 +64,8 @@ def test_readme_states_both():
 
 
 def test_the_ansible_under_test_is_the_pinned_one():
-    newest = bool(os.environ.get(_ansible_bin.ENV))
-    out = subprocess.run([str(_ansible_bin.tool("ansible")), "--version"], capture_output=True,
+    newest = bool(os.environ.get(paths.ANSIBLE_BIN_ENV))
+    out = subprocess.run([paths.ansible_tool("ansible"), "--version"], capture_output=True,
                          text=True, timeout=120, check=True).stdout
     core = re.search(r"\[core (\S+)\]", out).group(1)
     python = re.search(r"python version = (\d+\.\d+)", out).group(1)

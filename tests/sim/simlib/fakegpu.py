@@ -49,6 +49,8 @@ import tempfile
 import time
 import uuid
 
+from simlib import fleet_proc
+
 DEFAULT_NAME = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 DEFAULT_MEMORY_MIB = 97887
 DEFAULT_RESERVED_MIB = 615
@@ -193,13 +195,7 @@ def set_fault(root, kind, gpu=None, clear=False):
 
 # ---- reading allocations (must agree with scan_gpu() in fakenvml.c) -------------
 
-def _proc_starttime(pid):
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    return int(data[data.rindex(b")") + 2:].split()[19])  # field 22
+_proc_starttime = fleet_proc.start_time  # field 22 of /proc/PID/stat, or None once gone
 
 
 def _proc_inner_pid(pid):

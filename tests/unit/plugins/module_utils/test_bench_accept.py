@@ -5,15 +5,10 @@
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import accept as ba  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import accept as ba
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response
 
 PAGE = """# HELP sglang:generation_tokens_total Number of generation tokens processed.
 # TYPE sglang:generation_tokens_total counter

@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stream as bh  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record, request_body  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stream as bh
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record, request_body
 
 
 class Transport:

@@ -5,16 +5,12 @@
 
 from __future__ import annotations
 
-import pathlib
 import random
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import run as br  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import run as br
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 
 def test_server_rate_over_the_level():

@@ -5,15 +5,10 @@
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stats as bs  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import stats as bs
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record
 
 
 def rec(start, first, chunk_times, cums, tokens, end=None, status=200, error=None):

@@ -10,9 +10,10 @@ import os
 import stat
 
 import pytest
-from _polling import poll
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders
+from tests.support import procfs
+from tests.support.polling import poll
 
 DEVICE_FILES = ["nvidia0", "nvidia1", "nvidia3", "nvidia10", "nvidiactl", "nvidia-uvm",
                 "nvidia-modeset", "nvidia-caps/nvidia-cap1", "nvidia-caps/nvidia-cap2", "nvme0"]
@@ -46,7 +47,7 @@ def devices(tmp_path):
 @pytest.fixture
 def start_holder(own_procs):
     def start(dev, opened=(), mapped=()):
-        proc = own_procs.start(HOLDER, dev, ",".join(opened), ",".join(mapped))
+        proc = own_procs.python(HOLDER, dev, ",".join(opened), ",".join(mapped))
         assert proc.stdout.readline().strip() == "ready"
         return proc.pid
     return start
@@ -116,7 +117,7 @@ def test_devices_dir_given_through_a_symlink(tmp_path, devices, start_holder):
 
 
 def test_a_process_holding_nothing_is_absent(devices, own_procs):
-    proc = own_procs.start("import sys; print('ready', flush=True); sys.stdin.read()")
+    proc = own_procs.python("import sys; print('ready', flush=True); sys.stdin.read()")
     assert proc.stdout.readline().strip() == "ready"
     found = holders.scan(devices)
     assert proc.pid not in found.gpus and proc.pid not in found.control
@@ -224,14 +225,10 @@ ctypes.CDLL(None).syscall(60 if os.uname().machine == "x86_64" else 93, 0)  # SY
 
 def test_a_thread_group_whose_leader_exited_is_read_per_thread(devices, own_procs):
     """Issue 11 item 5: the leader is a zombie with empty maps and fds; another thread holds GPU 1."""
-    proc = own_procs.start(LEADER_EXITS, devices)
+    proc = own_procs.python(LEADER_EXITS, devices)
     assert proc.stdout.readline().strip() == "ready"
 
-    def leader_zombie():
-        with open("/proc/%d/stat" % proc.pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-
-    poll(leader_zombie, 10, 0.02, "the leader thread to exit")
+    poll(lambda: procfs.zombie(proc.pid), 10, 0.02, "the leader thread to exit")
     with open("/proc/%d/maps" % proc.pid) as handle:
         assert handle.read() == ""  # the leader's own view is empty
     found = holders.scan(devices)

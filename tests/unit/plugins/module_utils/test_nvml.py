@@ -5,7 +5,7 @@
 
 The fake libnvidia-ml.so.1 is found through LD_LIBRARY_PATH, which the dynamic
 loader reads at process start, so each session runs in a fresh interpreter
-(_nvml_probe.py) with the environment from fakegpu.env(root).
+(tests/support/scripts/nvml_probe.py) with the environment from fakegpu.env(root).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import subprocess
 import sys
 
 import pytest
-from _unit_support import COLLECTIONS, SIM
 from simlib import fakegpu
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml
+from tests.support.paths import COLLECTIONS, SCRIPTS, SIM
 
 MIB = 1024 * 1024
-PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_nvml_probe.py")
+PROBE = os.path.join(SCRIPTS, "nvml_probe.py")
 
 
 @pytest.mark.parametrize("rec, reserve, expected", [
@@ -103,7 +103,7 @@ def test_session_reads_every_gpu(root):
 
 
 def test_session_sees_holder_and_selected_indices(root, own_procs):
-    holder = own_procs.start(HOLD, root, "2,5", 1500)
+    holder = own_procs.python(HOLD, root, "2,5", 1500)
     assert holder.stdout.readline().strip() == "ready"
     res = probe(probe_env(root), indices=[5, 2])
     by_index = {g["index"]: g for g in res["gpus"]}
@@ -115,7 +115,7 @@ def test_session_sees_holder_and_selected_indices(root, own_procs):
 
 def test_session_without_v2_falls_back_to_v1(root, own_procs):
     fakegpu.set_fault(root, "no_v2")
-    holder = own_procs.start(HOLD, root, "1", 1000)
+    holder = own_procs.python(HOLD, root, "1", 1000)
     assert holder.stdout.readline().strip() == "ready"
     res = probe(probe_env(root), indices=[0, 1])
     g0, g1 = res["gpus"]

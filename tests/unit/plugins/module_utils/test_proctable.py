@@ -138,12 +138,12 @@ sys.stdin.read()
 
 @pytest.fixture
 def real_tree(own_procs):
-    parent = own_procs.start(PARENT, "tree-parent")
+    parent = own_procs.python(PARENT, "tree-parent")
     line = parent.stdout.readline()
     assert line, "the tree's parent did not report its children"
     kids = json.loads(line)
     for pid in kids.values():
-        own_procs.adopt(pid)
+        own_procs.add(pid)
     return dict(kids, parent=parent.pid)
 
 

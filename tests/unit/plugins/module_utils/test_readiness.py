@@ -5,18 +5,14 @@
 
 from __future__ import annotations
 
-import pathlib
-import sys
 import threading
 import time
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import readiness as rd  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import ProcState  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import ProcState
 
 
 class Clock:

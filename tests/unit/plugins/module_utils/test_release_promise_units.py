@@ -14,7 +14,6 @@ import time
 
 import psutil
 import pytest
-from _unit_support import poll_until, proc_state
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
@@ -23,6 +22,8 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._proc import thre
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
 from ansible_collections.gpufleet.serving.plugins.module_utils._safe_text import clean
+from tests.support.polling import poll
+from tests.support.procfs import state as proc_state
 
 READY = "print('ready', flush=True); sys.stdin.read()"
 CODES = {
@@ -45,13 +46,13 @@ def info_of(pid):
 @pytest.mark.parametrize("kind, why", [("default", None), ("caught", None), ("ignored", "SIGTERM ignored"),
                                        ("blocked", "SIGTERM blocked by every thread")])
 def test_term_blocked_reads_proc_status(own_procs, kind, why):
-    proc = own_procs.start(CODES[kind])
+    proc = own_procs.python(CODES[kind])
     assert proc.stdout.readline().strip() == "ready"
     assert _threads.term_blocked(proc.pid) == why
 
 
 def test_sigterm_ignored_gets_sigkill_at_once(own_procs):
-    proc = own_procs.start(CODES["ignored"])
+    proc = own_procs.python(CODES["ignored"])
     assert proc.stdout.readline().strip() == "ready"
     target = sig.Target(info_of(proc.pid), "pattern")
     t0 = time.monotonic()
@@ -62,9 +63,9 @@ def test_sigterm_ignored_gets_sigkill_at_once(own_procs):
 
 @pytest.fixture
 def leader_exited(own_procs):
-    proc = own_procs.start(LEADER_EXIT, "gf-probe-arg")
+    proc = own_procs.python(LEADER_EXIT, "gf-probe-arg")
     assert proc.stdout.readline().strip() == "ready"
-    poll_until(lambda: proc_state(proc.pid) == "Z", what="main thread to exit")
+    poll(lambda: proc_state(proc.pid) == "Z", 10, 0.01, what="main thread to exit")
     return proc
 
 

@@ -8,17 +8,14 @@ from __future__ import annotations
 import builtins
 import json
 import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp
 
 
 def lv(c, tps, p50, p99, accept=None):

@@ -5,15 +5,9 @@
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 
-# Outside ansible-test, reach the collection through the checkout's build/collections link.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import log  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
 
 SGLANG_PHASES = [
     ("[2025-12-23 14:18:00] Init torch distributed begin.", "init"),

@@ -21,16 +21,14 @@ import importlib.metadata
 import os
 import pathlib
 import re
-import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[4]
-sys.path.insert(0, str(REPO / "build" / "collections"))
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as _patterns  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as _patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import drafter as _drafter  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import log  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
+
+REPO = pathlib.Path(__file__).resolve().parents[4]
 
 TESTED = {"sglang": "0.5.23", "vllm": "0.33.0"}
 

@@ -5,16 +5,13 @@
 
 from __future__ import annotations
 
-import pathlib
 import subprocess
 import sys
 import time
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "build" / "collections"))
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import watch  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import watch
 
 
 def fake_stat(proc, pid, state="S", start=1000, wait_status=0, comm="python3 (x)"):

@@ -12,10 +12,11 @@ import time
 
 import psutil
 import pytest
-from _unit_support import poll_until, proc_state
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as sig
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
+from tests.support.polling import poll
+from tests.support.procfs import state as proc_state
 
 OBEY = "import sys; print('ready', flush=True); sys.stdin.read()"
 # Handles SIGTERM and lives on (a SIG_IGN process gets SIGKILL at once: test_signal_promises.py).
@@ -37,7 +38,7 @@ def mode(request, monkeypatch):
 @pytest.fixture
 def start(own_procs):
     def _start(code):
-        proc = own_procs.start(code)
+        proc = own_procs.python(code)
         assert proc.stdout.readline().strip() == "ready"
         return proc
     return _start
@@ -136,7 +137,7 @@ def test_zombie_at_pin_time_is_already_gone(mode, start):
     proc = start(OBEY)
     info = info_of(proc.pid)  # the snapshot saw it alive
     proc.stdin.close()  # it exits at EOF; nobody reaps it
-    poll_until(lambda: proc_state(proc.pid) == "Z", what="child to become a zombie")
+    poll(lambda: proc_state(proc.pid) == "Z", 10, 0.01, what="child to become a zombie")
     target = sig.Target(info, "pattern")
     assert target.gone is True
     assert sig.release([target], term_timeout=0, deadline=time.monotonic() + 5) == []

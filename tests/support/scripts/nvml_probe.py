@@ -3,26 +3,17 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Runs NvmlSession in a fresh process (the fake NVML needs LD_LIBRARY_PATH at start).
 
-usage: _nvml_probe.py JSON  with keys timeout, indices, hang_after_init (a fault path
+usage: nvml_probe.py JSON  with keys timeout, indices, hang_after_init (a fault path
 to create between the session's start and the snapshot). Prints one JSON line.
 """
 import json
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..",
-                                "build", "collections"))
+import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: the collection on sys.path)
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml as _nvml  # noqa: E402
-
-
-def helper_alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+from tests.support.procfs import alive as helper_alive  # noqa: E402
 
 
 def main():

@@ -1,14 +1,14 @@
-"""Randomised gpu_release trials, run INSIDE a private PID namespace (see _pidns.py).
+"""Randomised gpu_release trials, run INSIDE a private PID namespace (see tests/support/pidns.py).
 
 Never run this on the machine's own process table: it kills by pattern.
 
-  _trial_runner.py batch ROOT SEED FIRST COUNT
+  trial_runner.py batch ROOT SEED FIRST COUNT
       Runs trials FIRST..FIRST+COUNT-1 in this process: for each, builds a random
       process tree on the fake GPU root (os.fork; children call setproctitle and
       fakegpu.hold, then pause), runs the Releaser of module_utils in-process,
       checks the invariant, SIGKILLs (by PID) what it started and survived, and
       prints one JSON line per trial, then a summary line.
-  _trial_runner.py tree ROOT SEED INDEX
+  trial_runner.py tree ROOT SEED INDEX
       Builds trial INDEX's tree and prints {"args": module args, "nodes": ...};
       then reads one line from stdin (the module's result as JSON, from a real
       `ansible` run), checks the same invariant, cleans up, prints the verdict.
@@ -39,17 +39,15 @@ import signal
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "build", "collections"))
-sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
-
+import _bootstrap  # noqa: F401,E402  pylint: disable=unused-import  (a program: the collection on sys.path)
 import setproctitle  # noqa: E402
 from simlib import fakegpu  # noqa: E402
 from simlib.gpu_cli import daemon_exe  # noqa: E402
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import ReleaseOptions, Releaser  # noqa: E402
+from tests.support import procfs  # noqa: E402
+from tests.support.procfs import starttime  # noqa: E402
 
 NOBODY = 65534
 GPUS = 8
@@ -289,24 +287,10 @@ def build(root, trial):
     return {nid: (pid, starttime(pid)) for nid, pid in pids.items()}
 
 
-def starttime(pid):
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    return int(data[data.rindex(b")") + 2:].split()[19])
-
-
 def alive(pid, start):
     """The very process (PID and start time) still runs and is not a zombie."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            data = f.read()
-    except OSError:
-        return False
-    fields = data[data.rindex(b")") + 2:].split()
-    return fields[0] != b"Z" and int(fields[19]) == start
+    fields = procfs.stat_fields(pid)
+    return fields is not None and fields[0] != "Z" and int(fields[19]) == start
 
 
 def others():
@@ -315,13 +299,10 @@ def others():
     out = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != me:
-            try:
-                with open("/proc/%s/stat" % entry, "rb") as f:
-                    data = f.read()
-            except OSError:
+            fields = procfs.stat_fields(entry)
+            if fields is None:
                 continue
-            fields = data[data.rindex(b")") + 2:].split()
-            if int(fields[1]) != me and fields[0] != b"Z":
+            if int(fields[1]) != me and fields[0] != "Z":
                 out.add((int(entry), int(fields[19])))
     return out
 

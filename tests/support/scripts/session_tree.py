@@ -1,9 +1,9 @@
 """A tmux-like process: its title holds the launch command, its panes are sessions of their own.
 
-usage: _session_tree.py ROOT TITLE SERVER_TITLE SERVER_SPEC... -- GPU,MIB,TITLE
-Pane A (setsid) runs _server_tree.py with SERVER_TITLE and the server specs; pane B
+usage: session_tree.py ROOT TITLE SERVER_TITLE SERVER_SPEC... -- GPU,MIB,TITLE
+Pane A (setsid) runs server_tree.py with SERVER_TITLE and the server specs; pane B
 (setsid) holds GPU with TITLE (another user's training job). Prints one JSON line
-{"tmux": PID, "server": {...from _server_tree}, "other": PID} and waits for a signal.
+{"tmux": PID, "server": {...from server_tree}, "other": PID} and waits for a signal.
 """
 import json
 import os
@@ -11,10 +11,12 @@ import signal
 import subprocess
 import sys
 
+import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: tests.support on sys.path)
 import setproctitle
 
+from tests.support.paths import SIMCTL
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-SIMCTL = os.path.join(os.path.dirname(HERE), "sim", "simctl")
 
 
 def main(argv):
@@ -22,7 +24,7 @@ def main(argv):
     root, title, server_title, specs = argv[0], argv[1], argv[2], argv[3:split]
     gpu, mib, other_title = argv[split + 1].split(",", 2)
     setproctitle.setproctitle(title)
-    pane_a = subprocess.Popen([sys.executable, os.path.join(HERE, "_server_tree.py"), root, server_title] + specs,
+    pane_a = subprocess.Popen([sys.executable, os.path.join(HERE, "server_tree.py"), root, server_title] + specs,
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
     pane_b = subprocess.Popen([sys.executable, SIMCTL, "gpu", "hold", root, "--gpu", gpu, "--mib", mib,
                                "--title", other_title], stdout=subprocess.PIPE, text=True, start_new_session=True)

@@ -5,7 +5,7 @@ per worker (children, as SGLang's schedulers are), then prints one JSON line
 {"parent": PID, "workers": {title: PID}} once every worker holds its memory,
 and waits for a signal.
 
-usage: _server_tree.py ROOT TITLE WORKER_SPEC... ; WORKER_SPEC is GPU,MIB,TITLE
+usage: server_tree.py ROOT TITLE WORKER_SPEC... ; WORKER_SPEC is GPU,MIB,TITLE
 """
 import json
 import os
@@ -13,10 +13,12 @@ import signal
 import subprocess
 import sys
 
+import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: tests.support on sys.path)
 import setproctitle
 
+from tests.support.paths import SIMCTL
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-SIMCTL = os.path.join(os.path.dirname(HERE), "sim", "simctl")
 
 
 def main(argv):

@@ -1,8 +1,11 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The one poll-with-a-deadline loop the tests use instead of sleeps."""
 import time
 
 
-def poll(predicate, timeout, interval=0.02, what="condition"):
+def poll(predicate, timeout=20.0, interval=0.02, what="condition"):
     """Return predicate()'s first true value; raise AssertionError after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:

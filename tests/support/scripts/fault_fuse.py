@@ -2,10 +2,10 @@
 
 Run INSIDE a private PID + mount namespace (the mount stays in it).
 
-  _fault_fuse.py daemon MNT      mount a FUSE file system on MNT that answers FUSE_INIT,
+  fault_fuse.py daemon MNT      mount a FUSE file system on MNT that answers FUSE_INIT,
                                  then reads requests and never answers them; prints
                                  "mounted PID", then "request OPCODE" for each request
-  _fault_fuse.py holder ROOT GPU MIB TITLE MNT
+  fault_fuse.py holder ROOT GPU MIB TITLE MNT
                                  hold MIB MiB on fake GPU GPU under TITLE, print the PID,
                                  then list MNT: the request reaches the daemon and is never
                                  answered. A fatal signal (SIGTERM's default action, SIGKILL)
@@ -20,8 +20,7 @@ import os
 import struct
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sim"))
+import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: tests/sim on sys.path)
 
 MS_NOSUID, MS_NODEV = 2, 4
 IN_HEADER = struct.Struct("<IIQQIIIHH")     # len, opcode, unique, nodeid, uid, gid, pid, extlen, pad

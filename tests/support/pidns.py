@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """A private PID + mount namespace for tests that kill by pattern.
 
 gpu_release kills by command-line pattern; run on the machine's own process
@@ -10,7 +13,9 @@ import os
 import shutil
 import signal
 import subprocess
-import time
+
+from tests.support import procfs
+from tests.support.polling import poll
 
 
 def available():
@@ -24,27 +29,27 @@ class PidNamespace:
             ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private",
              "--kill-child", "tini", "-s", "--"] + list(child),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        self.init_pid = self._find_init()
+        try:
+            self.init_pid = poll(self._find_init, 10, 0.01, "the PID namespace to start")
+        except AssertionError as exc:
+            raise RuntimeError("PID namespace did not start") from exc
+        self.proc = "/proc/%d/root/proc" % self.init_pid  # the namespace's /proc, seen from here
 
     def _find_init(self):
-        deadline = time.monotonic() + 10
         path = "/proc/%d/task/%d/children" % (self._unshare.pid, self._unshare.pid)
-        while time.monotonic() < deadline:
-            try:
-                with open(path) as handle:
-                    kids = handle.read().split()
-            except OSError:
-                kids = []
-            if kids and self._ns_ready(int(kids[0])):
-                return int(kids[0])
-            time.sleep(0.01)
-        raise RuntimeError("PID namespace did not start")
+        try:
+            with open(path) as handle:
+                kids = handle.read().split()
+        except OSError:
+            kids = []
+        return int(kids[0]) if kids and self._ns_ready(int(kids[0])) else None
 
     @staticmethod
     def _ns_ready(pid):
         try:
-            return os.path.exists("/proc/%d/root/proc/1/stat" % pid) and \
-                open("/proc/%d/comm" % pid).read().strip() == "tini"
+            with open("/proc/%d/comm" % pid) as handle:
+                comm = handle.read().strip()
+            return os.path.exists("/proc/%d/root/proc/1/stat" % pid) and comm == "tini"
         except OSError:
             return False
 
@@ -61,14 +66,10 @@ class PidNamespace:
 
     def state(self, pid):
         """The process state letter of namespace PID `pid`, or None when it is gone."""
-        try:
-            with open("/proc/%d/root/proc/%d/stat" % (self.init_pid, pid)) as handle:
-                return handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return None
+        return procfs.state(pid, self.proc)
 
     def alive(self, pid):
-        return self.state(pid) not in (None, "Z")
+        return procfs.alive(pid, self.proc)
 
     def stop(self):
         try:

@@ -1,7 +1,7 @@
 """PID reuse between the scan and the signal, through Plan/Releaser (run INSIDE a private
 PID namespace: it runs a pattern kill).
 
-  _fault_pidreuse.py ROOT [control]
+  fault_pidreuse.py ROOT [control]
 
 Starts one child titled like an SGLang scheduler holding fake GPU 0, then runs the
 Releaser of module_utils in-process with the process-table snapshot patched so that
@@ -16,16 +16,13 @@ import signal
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "build", "collections"))
-sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
-
+import _bootstrap  # noqa: F401,E402  pylint: disable=unused-import  (a program: the collection on sys.path)
 import setproctitle  # noqa: E402
 from simlib import fakegpu  # noqa: E402
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release as _release  # noqa: E402
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable  # noqa: E402
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable  # noqa: E402  # noqa: E402
+from tests.support import procfs  # noqa: E402
 
 
 def main(root, control=False):
@@ -66,7 +63,7 @@ def main(root, control=False):
         _release.Protection = NotOurs
         t0 = time.monotonic()
         result = _release.Releaser(opts).run()
-        state = open("/proc/%d/stat" % child).read().rsplit(")", 1)[1].split()[0]
+        state = procfs.state(child)
         print(json.dumps({"child": child, "result": result, "child_state": state,
                           "seconds": round(time.monotonic() - t0, 3)}), flush=True)
     finally:

@@ -1,6 +1,6 @@
 """Fake-GPU holders for tests/integration/test_release_promises.py (issue 11).
 
-usage: _promise_holder.py MODE ROOT GPU MIB [TITLE] [EXTRA ARGV...]
+usage: promise_holder.py MODE ROOT GPU MIB [TITLE] [EXTRA ARGV...]
 
   plain        hold MIB on GPU, set the title (if given) and wait; prints its PID
   leader-exit  hold, start a thread that keeps running, print the PID, then end the
@@ -23,9 +23,7 @@ import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sim"))
-
+import _bootstrap  # noqa: F401,E402  pylint: disable=unused-import  (a program: tests/sim on sys.path)
 from simlib import fakegpu  # noqa: E402
 
 
