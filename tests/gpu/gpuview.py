@@ -9,7 +9,9 @@ import os
 import sys
 import time
 
-from tests.support import procfs  # suite.py puts the repository root on sys.path
+if __name__ == "__main__":  # run alone (the suite's probe inside a PID namespace): no suite put the root on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tests.support import procfs  # noqa: E402  (suite.py puts the repository root on sys.path)
 
 MIB = 1024 * 1024
 
