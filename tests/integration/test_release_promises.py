@@ -61,8 +61,7 @@ def test_exited_leader_is_named_in_the_message(gpu_root, procs):
     proc = procs.popen([PYTHON, HOLDER, "leader-exit", root, "0", "10", "gf-leader-exit-probe"],
                        env=env, stdout=subprocess.PIPE, text=True)
     pid = int(proc.stdout.readline())
-    poll(lambda: procfs.zombie(pid),
-             what="leader to exit")
+    poll(lambda: procfs.zombie(pid), what="leader to exit")
     from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release as _release
     text = _release._describe_holder({"pid": pid, "cmdline": "", "state": "zombie"})  # pylint: disable=protected-access
     assert text == "pid %d (gf-leader-exit-probe, state sleeping (main thread exited, 1 thread live))" % pid, text

@@ -20,7 +20,8 @@ import os
 import struct
 import sys
 
-import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: tests/sim on sys.path)
+# A program: tests/sim on sys.path
+import _bootstrap  # noqa: F401  pylint: disable=unused-import
 
 MS_NOSUID, MS_NODEV = 2, 4
 IN_HEADER = struct.Struct("<IIQQIIIHH")     # len, opcode, unique, nodeid, uid, gid, pid, extlen, pad

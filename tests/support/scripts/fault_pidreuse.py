@@ -16,7 +16,8 @@ import signal
 import sys
 import time
 
-import _bootstrap  # noqa: F401,E402  pylint: disable=unused-import  (a program: the collection on sys.path)
+# A program: the collection on sys.path
+import _bootstrap  # noqa: F401,E402  pylint: disable=unused-import
 import setproctitle  # noqa: E402
 from simlib import fakegpu  # noqa: E402
 

@@ -10,7 +10,8 @@ import json
 import sys
 import time
 
-import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: the collection on sys.path)
+# A program: the collection on sys.path
+import _bootstrap  # noqa: F401  pylint: disable=unused-import
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import nvml as _nvml  # noqa: E402
 from tests.support.procfs import alive as helper_alive  # noqa: E402

@@ -13,7 +13,8 @@ import signal
 import subprocess
 import sys
 
-import _bootstrap  # noqa: F401  pylint: disable=unused-import  (a program: tests.support on sys.path)
+# A program: tests.support on sys.path
+import _bootstrap  # noqa: F401  pylint: disable=unused-import
 import setproctitle
 
 from tests.support.paths import SIMCTL
