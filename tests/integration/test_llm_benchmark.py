@@ -276,14 +276,25 @@ def _expected_itl(n, pattern):
     return {q: percentile(out, q) * 1000 for q in (50, 90, 99)}
 
 
-def test_itl_percentiles_within_2_percent_on_known_chunks(server):
+def test_itl_percentiles_match_the_servers_own_write_times(server):
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import percentile
     s = server("--chunk-pattern", PATTERN, "--ttft", "0.02")
-    lv = run_benchmark(params(s.url, levels=[4], requests_per_level=8, output_len=45))["levels"][0]
-    want = _expected_itl(45, PATTERN)
+    s.stats(reset=True)
+    lv = run_benchmark(params(s.url, levels=[4], requests_per_level=8, warmup_requests=0, output_len=45))["levels"][0]
     assert lv["itl_token_source"] == {"usage": 8, "average": 0} and lv["itl_estimated"] is False
+    # The reference is the server's own per-token ITL, from the times it wrote each chunk (a
+    # loaded machine delays the writes themselves; the client must see what was sent). Within
+    # 1% on an idle machine; 5% leaves room for a loaded one delaying the client's reads, and
+    # still tells the plateaus apart from the even-spread estimate (27.5 ms at every percentile).
+    own = s.stats()["itl_s"]
+    assert len(own) == 8 * (45 - 5)  # every token after each stream's first chunk
+    want = {q: percentile(own, q) * 1000 for q in (50, 90, 99)}
     for q in (50, 90, 99):
-        assert lv["itl_ms"]["p%d" % q] == pytest.approx(want[q], rel=0.02), (q, lv["itl_ms"], want)
-    assert (want[50], want[90], want[99]) == (20.0, 40.0, 80.0)  # three different plateaus
+        assert lv["itl_ms"]["p%d" % q] == pytest.approx(want[q], rel=0.05), (q, lv["itl_ms"], want)
+    # ...and the schedule has three different plateaus, which the server kept.
+    nominal = _expected_itl(45, PATTERN)
+    assert (nominal[50], nominal[90], nominal[99]) == (20.0, 40.0, 80.0)
+    assert want[50] == pytest.approx(20.0, rel=0.15) and want[90] == pytest.approx(40.0, rel=0.15)
 
 
 def test_itl_without_per_chunk_usage_is_flagged_estimate(server):

@@ -72,6 +72,7 @@ class State:
         self.steps = COUNTER_START           # sglang verify calls / vllm drafts
         self.accepted = COUNTER_START * 0.5  # vllm accepted draft tokens (lifetime rate 1.5)
         self.writes = []                     # (perf_counter, tokens) of every content chunk written
+        self.itl = []                        # per-token gaps (s) as written, every stream since the last reset
         self.max_posts_per_connection = 0
         self.reset()
 
@@ -173,6 +174,7 @@ async def stream(writer, st, req, chat):
     sent = 0
     j = 0
     due = t0 + a.ttft
+    last_write = None
     while sent < n:
         if pattern:
             kk, gap_ms = pattern[j % len(pattern)]
@@ -196,7 +198,11 @@ async def stream(writer, st, req, chat):
             chunk["usage"] = {"prompt_tokens": p_tokens, "completion_tokens": sent,
                               "total_tokens": p_tokens + sent}
         writer.write(_chunked(_sse(chunk)))
-        st.writes.append((time.perf_counter(), kk))
+        now = time.perf_counter()
+        st.writes.append((now, kk))
+        if last_write is not None:  # the server's own per-token ITL: the gap shared by the chunk's tokens
+            st.itl += [(now - last_write) / kk] * kk
+        last_write = now
         if not a.count_on_finish:
             st.tokens += kk
         st.steps += 1
@@ -248,9 +254,11 @@ async def answer_get(writer, st, req):
         span = (w["last_write"] - w["first_recv"]) if w["requests"] else None
         w["tok_s"] = w["tokens"] / span if span else None
         _json_response(writer, st, req, 200, {"posts": st.posts, "requests": st.requests, "window": w,
-                                              "max_posts_per_connection": st.max_posts_per_connection})
+                                              "max_posts_per_connection": st.max_posts_per_connection,
+                                              "itl_s": st.itl})
         if path.endswith("reset=1"):
             st.reset()
+            st.itl = []
     else:
         _json_response(writer, st, req, 404, {"detail": "Not Found"})
 
