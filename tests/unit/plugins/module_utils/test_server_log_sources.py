@@ -22,7 +22,6 @@ import ast
 import importlib.metadata
 import logging
 import os
-import pathlib
 import re
 import socket
 import traceback
@@ -32,47 +31,8 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as _patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import drafter as _drafter  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
-
-REPO = pathlib.Path(__file__).resolve().parents[4]
-
-TESTED = {"sglang": "0.5.23", "vllm": "0.33.0"}
-
-
-def package_dir(name):
-    """(directory of the package's sources, version) or (None, reason)."""
-    override = os.environ.get("GPUFLEET_REAL_" + name.upper())
-    if override:
-        return package_dir_at(pathlib.Path(override), name)
-    try:
-        dist = importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    else:
-        return pathlib.Path(dist.locate_file(name)), dist.version
-    # `make setup` installs the pinned real sglang here (requirements-sglang.txt, --no-deps);
-    # `make setup-vllm` unpacks the pinned vLLM's sources (requirements-vllm.txt).
-    build = REPO / "build" / ("%s-real" % name)
-    if (build / name).is_dir():
-        return package_dir_at(build, name)
-    return None, "%s is not installed (make setup; or set GPUFLEET_REAL_%s to a --target install)" % (
-        name, name.upper())
-
-
-def package_dir_at(root, name):
-    infos = sorted(root.glob("%s-*.dist-info" % name))
-    version = infos[-1].name[len(name) + 1:-len(".dist-info")] if infos else None
-    if version is None and (root / name / "_version.py").is_file():
-        # A tree unpacked without its dist-info: vLLM writes `__version__ = version = '0.33.0'`.
-        found = re.search(r"^__version__ = version = '([^']+)'", (root / name / "_version.py").read_text(), re.M)
-        version = found.group(1) if found else None
-    return root / name, version
-
-
-def sources(name):
-    found, version = package_dir(name)
-    if found is None or not found.is_dir():
-        pytest.skip(version if found is None else "no %s sources at %s" % (name, found))
-    return found, version
+from tests.support import real_sources
+from tests.support.real_sources import TESTED, package_dir, sources, vllm_sources
 
 
 def render(node, values):
@@ -226,14 +186,6 @@ def test_installed_sglang_is_the_tested_version():
     assert version == TESTED["sglang"], "move the tested version (README, roles/sglang_server/vars) with the pin"
 
 
-def vllm_sources():
-    """The vLLM tree, skipped unless it is the tested version (GPUFLEET_REAL_VLLM, build/vllm-real)."""
-    root, version = sources("vllm")
-    if version != TESTED["vllm"]:
-        pytest.skip("vllm sources at %s are version %s, not %s" % (root, version, TESTED["vllm"]))
-    return root
-
-
 def literals(path, anchor, values=None):
     """Every string or f-string in PATH holding ANCHOR, wherever it is (a message assigned to a
     variable, an exception's argument, a tqdm desc), with `{}`, f-string and printf fields filled."""
@@ -382,7 +334,7 @@ def test_vllm_sources_found_in_build_and_the_variable_overrides(monkeypatch, tmp
     (other / "vllm" / "_version.py").write_text("__version__ = version = '0.34.0'\n")
     monkeypatch.setattr(importlib.metadata, "distribution", lambda name: (_ for _ in ()).throw(
         importlib.metadata.PackageNotFoundError(name)))
-    monkeypatch.setitem(globals(), "REPO", tmp_path / "repo")
+    monkeypatch.setattr(real_sources, "REPO", tmp_path / "repo")
     monkeypatch.delenv("GPUFLEET_REAL_VLLM", raising=False)
     assert package_dir("vllm") == (build / "vllm", "0.33.0")
     monkeypatch.setenv("GPUFLEET_REAL_VLLM", str(other))
