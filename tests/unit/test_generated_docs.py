@@ -62,7 +62,7 @@ def test_every_generated_block_is_in_place():
         "plugins/modules/gpu_release.py": ["engine-patterns", "engine-choices"],
         "plugins/lookup/engine_patterns.py": ["engine-patterns"],
         "roles/sglang_server/meta/argument_specs.yml": ["sglang-kill-set"],
-        "docs/gpu_release.md": ["gpu-daemons"],
+        "docs/gpu_release.md": ["gpu-daemons", "engine-patterns"],
         "roles/sglang_server/README.md": ["role-variables-sglang_server"],
         "roles/eagle_drafter/README.md": ["role-variables-eagle_drafter"],
     }
@@ -140,6 +140,7 @@ def test_the_lookup_returns_the_engine_constant():
     from ansible_collections.gpufleet.serving.plugins.lookup.engine_patterns import LookupModule
     lookup = LookupModule()
     assert lookup.run(["sglang", "vllm"], variables={}) == _patterns.engine_patterns(["sglang", "vllm"])
+    assert lookup.run(["any"], variables={}) == _patterns.engine_patterns(["sglang", "vllm"])
     with pytest.raises(AnsibleLookupError, match="name at least one engine"):
         lookup.run([], variables={})
     with pytest.raises(AnsibleLookupError, match="unknown engine 'trt'"):
