@@ -339,3 +339,9 @@ def test_vllm_sources_found_in_build_and_the_variable_overrides(monkeypatch, tmp
     assert package_dir("vllm") == (build / "vllm", "0.33.0")
     monkeypatch.setenv("GPUFLEET_REAL_VLLM", str(other))
     assert package_dir("vllm") == (other / "vllm", "0.34.0")
+
+
+def test_the_vllm_pin_is_the_tested_version():
+    """vLLM cases skip on another version: a pin moved without TESTED would silently skip them all."""
+    pins = (real_sources.REPO / "requirements-vllm.txt").read_text()
+    assert re.search(r"^vllm==%s$" % re.escape(TESTED["vllm"]), pins, re.M), pins
