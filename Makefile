@@ -12,7 +12,7 @@ VENV_NEWEST := .venv-newest
 VPY_NEWEST := $(VENV_NEWEST)/bin/python
 COLL_LINK := build/collections/ansible_collections/gpufleet/serving
 
-.PHONY: setup system-packages test lint demo bench clean
+.PHONY: setup setup-vllm system-packages test lint demo bench clean
 
 setup: system-packages $(VENV)/.installed $(VENV_NEWEST)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK) build/sglang-real/.installed
 
@@ -40,6 +40,18 @@ build/fakenvml/libnvidia-ml.so.1: tests/sim/fakenvml/fakenvml.c $(VENV)/.install
 build/sglang-real/.installed: requirements-sglang.txt requirements-sglang-deps.txt $(VENV)/.installed
 	$(VPY) -m pip install -q -r requirements-sglang-deps.txt
 	rm -rf build/sglang-real && $(VPY) -m pip install -q --no-deps --target build/sglang-real -r requirements-sglang.txt
+	touch $@
+
+# Optional, not part of setup or test: real vLLM's (and uvicorn's) Python sources, for the
+# vLLM cases of the source tests (test_server_log_sources.py, test_bench_accept.py), which
+# skip without them. The wheels are downloaded with --no-deps and only .py files unpacked.
+setup-vllm: build/vllm-real/.installed
+
+build/vllm-real/.installed: requirements-vllm.txt $(VENV)/.installed
+	rm -rf build/vllm-wheels build/vllm-real
+	$(VPY) -m pip download -q --no-deps --only-binary=:all: -d build/vllm-wheels -r requirements-vllm.txt
+	$(VPY) scripts/unpack_sources.py build/vllm-wheels build/vllm-real
+	rm -rf build/vllm-wheels
 	touch $@
 
 $(COLL_LINK):

@@ -91,6 +91,14 @@ def _engine_patterns(kind):
     return ["- `%s`: %s" % (n, ", ".join("`%s`" % p for p in pats)) for n, pats in rows]
 
 
+def _engine_choices(kind):
+    """gpu_release's `engine` choices: every engine, then `any` (_gpu/patterns.py engine_choices)."""
+    if kind != "yaml":
+        raise ValueError("engine-choices is a YAML block")
+    any_engine = _constant("plugins/module_utils/_gpu/patterns.py", "ANY_ENGINE")
+    return ["choices:"] + ["  - %s" % n for n in list(engine_patterns()) + [any_engine]]
+
+
 def _gpu_daemons(kind):
     if kind == "yaml":
         return [_yaml_item("The GPU system daemons: %s." % ", ".join("C(%s)" % d for d in daemons()))]
@@ -121,6 +129,7 @@ def _role_variables(role):
 
 BLOCKS = {
     "engine-patterns": _engine_patterns,
+    "engine-choices": _engine_choices,
     "gpu-daemons": _gpu_daemons,
     "sglang-kill-set": _sglang_kill_set,
 }

@@ -23,7 +23,7 @@ author:
   - gpufleet.serving maintainers (@gpufleet)
 options:
   _terms:
-    description: Engine names.
+    description: Engine names; V(any) stands for every engine (each regex once).
     type: list
     elements: str
     required: true

@@ -68,6 +68,27 @@ options:
         cut a regex (C(sglang::scheduler_TP[0-9]{1,2})) is refused; give such a pattern as a YAML or JSON list.
     type: raw
     default: []
+  engine:
+    description:
+      - Add the kill set of these inference engines to O(patterns), from the same definition the
+        P(gpufleet.serving.engine_patterns#lookup) lookup reads; V(any) stands for every engine below.
+        Unset (the default), only O(patterns) is used.
+      - Useful for vLLM, whose C(VLLM::EngineCore) and C(VLLM::Worker_TP<r>) processes can outlive a killed API
+        server and keep the GPUs; V(vllm) matches them by title.
+      # BEGIN GENERATED engine-patterns (scripts/gen_docs.py)
+      - 'V(sglang): C(sglang::), C(sglang\.launch_server), C(sglang\.bench), C(sglang\.data_parallel),
+        C(sglang\.srt), C(sgl_diffusion::), C(sglang serve).'
+      - 'V(vllm): C(VLLM::), C(vllm\.entrypoints).'
+      # END GENERATED engine-patterns
+      - A list, or one comma-separated string (C(engine=sglang,vllm)).
+    type: list
+    elements: str
+    # BEGIN GENERATED engine-choices (scripts/gen_docs.py)
+    choices:
+      - sglang
+      - vllm
+      - any
+    # END GENERATED engine-choices
   sweep:
     description:
       - After the pattern kill, release every remaining process that holds a selected GPU's device
@@ -142,6 +163,15 @@ EXAMPLES = r"""
   gpufleet.serving.gpu_release:
     patterns: "{{ query('gpufleet.serving.engine_patterns', 'vllm') }}"
     gpus: [0, 1, 2, 3]
+
+- name: Kill vLLM's API server, EngineCore and workers (VLLM::Worker_TP<r>) by their titles, then sweep and verify
+  gpufleet.serving.gpu_release:
+    engine: vllm
+
+- name: Kill whatever engine ran here, plus a helper of our own
+  gpufleet.serving.gpu_release:
+    engine: any
+    patterns: ['my_prefetcher\.py']
 
 - name: What would be killed?
   gpufleet.serving.gpu_release:
@@ -274,6 +304,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_choices
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
@@ -282,6 +313,7 @@ def main():
     argument_spec = dict(
         COMMON_ARGS,
         patterns=dict(type="raw", default=[]),
+        engine=dict(type="list", elements="str", choices=engine_choices()),
         sweep=dict(type="bool", default=True),
         sweep_users=dict(type="list", elements="str", default=[]),
         force_broad=dict(type="bool", default=False),

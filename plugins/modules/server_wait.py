@@ -313,7 +313,7 @@ process:
 cause:
   description:
     - Why the server is not ready. V(kind) is one of V(oom), V(ports_held), V(address_in_use), V(bad_argument),
-      V(warmup_error), V(exited), V(timeout).
+      V(warmup_error), V(engine_failed) (vLLM's engine core failed to start or died), V(exited), V(timeout).
   returned: on failure, and in check mode when the process is dead
   type: dict
   contains:

@@ -218,3 +218,62 @@ def test_gives_up_early_when_only_protected_holders_remain(gpu_root, ns):
     assert res["_rc"] != 0 and "GPU 4" in res["msg"] and "protected: gpu daemon" in res["msg"]
     assert res["elapsed"] < 30, res["elapsed"]  # gave up well before the 60 s timeout
     assert ns.alive(daemon)
+
+
+VLLM_WORKERS = ["0,20000,VLLM::Worker_TP0", "1,20000,VLLM::Worker_TP1"]
+
+
+def start_vllm_survivors_and_sglang(ns, root, env):
+    """vLLM's trap (vllm issues 55510, 34643): the API server is gone, and its EngineCore
+    with its workers (titles set in vllm/v1/engine/core.py and vllm/v1/executor/multiproc_executor.py)
+    lives on, holding GPUs 0 and 1; beside it, an SGLang process that holds no GPU, so only a
+    pattern can reach it (the sweep never would)."""
+    engine = start_tree(ns, root, env, VLLM_WORKERS, title="VLLM::EngineCore")
+    sglang = start_tree(ns, root, env, [], title=SERVER_TITLE)["parent"]
+    assert used(root)[0] >= 20000 and used(root)[1] >= 20000
+    return [engine["parent"]] + list(engine["workers"].values()), sglang
+
+
+def test_engine_vllm_frees_engine_core_and_workers_and_leaves_sglang(gpu_root, ns):
+    root, env = gpu_root
+    vllm, sglang = start_vllm_survivors_and_sglang(ns, root, env)
+
+    res = run_module("gpu_release", {"engine": "vllm", "term_timeout": 5}, env=env, ns=ns)
+
+    assert res["_rc"] == 0, res.get("msg")
+    assert {k["pid"]: k["reason"] for k in res["killed"]} == {pid: "pattern" for pid in vllm}
+    assert not any(ns.alive(p) for p in vllm)
+    assert ns.alive(sglang)
+    assert used(root) == {i: 0 for i in range(8)}
+    assert all(g["free"] for g in res["gpus"])
+
+
+def test_engine_any_takes_both(gpu_root, ns):
+    root, env = gpu_root
+    vllm, sglang = start_vllm_survivors_and_sglang(ns, root, env)
+
+    res = run_module("gpu_release", {"engine": ["any"], "term_timeout": 5}, env=env, ns=ns)
+
+    assert res["_rc"] == 0, res.get("msg")
+    assert {k["pid"]: k["reason"] for k in res["killed"]} == {pid: "pattern" for pid in vllm + [sglang]}
+    assert not any(ns.alive(p) for p in vllm + [sglang])
+    assert used(root) == {i: 0 for i in range(8)}
+
+
+def test_engine_unset_kills_by_pattern_nothing(gpu_root, ns):
+    """Without engine or patterns only the sweep runs: the GPU holders go, the GPU-less SGLang
+    process and the EngineCore (a parent holding no GPU itself) stay."""
+    root, env = gpu_root
+    vllm, sglang = start_vllm_survivors_and_sglang(ns, root, env)
+
+    res = run_module("gpu_release", {"term_timeout": 5}, env=env, ns=ns)
+
+    assert res["_rc"] == 0, res.get("msg")
+    assert {k["pid"]: k["reason"] for k in res["killed"]} == {pid: "device" for pid in vllm[1:]}
+    assert ns.alive(sglang) and ns.alive(vllm[0])
+
+
+def test_unknown_engine_refused_by_the_argument_spec(gpu_root, ns):
+    root, env = gpu_root
+    res = run_module("gpu_release", {"engine": "trt"}, env=env, ns=ns)
+    assert res["_rc"] != 0 and "engine" in res["msg"] and "trt" in res["msg"]

@@ -59,10 +59,10 @@ def test_every_generated_block_is_in_place():
     """Removing a marker pair would silently stop the check: each block appears where expected."""
     expected = {
         "plugins/doc_fragments/gpu.py": ["gpu-daemons"],
-        "plugins/modules/gpu_release.py": ["engine-patterns"],
+        "plugins/modules/gpu_release.py": ["engine-patterns", "engine-choices"],
         "plugins/lookup/engine_patterns.py": ["engine-patterns"],
         "roles/sglang_server/meta/argument_specs.yml": ["sglang-kill-set"],
-        "docs/gpu_release.md": ["gpu-daemons"],
+        "docs/gpu_release.md": ["gpu-daemons", "engine-patterns"],
         "roles/sglang_server/README.md": ["role-variables-sglang_server"],
         "roles/eagle_drafter/README.md": ["role-variables-eagle_drafter"],
     }
@@ -112,12 +112,35 @@ def test_engine_patterns_in_order_and_unknown_refused():
         _patterns.engine_patterns(["trt"])
 
 
+def test_any_is_every_engine_once():
+    everything = [p for pats in _patterns.ENGINE_PATTERNS.values() for p in pats]
+    assert _patterns.engine_patterns(["any"]) == everything
+    assert _patterns.engine_patterns(["vllm", "any"]) == (
+        _patterns.ENGINE_PATTERNS["vllm"] + _patterns.ENGINE_PATTERNS["sglang"])
+    assert _patterns.engine_patterns([]) == []
+    with pytest.raises(InvalidInput, match=r"known engines: sglang, vllm \(or any: every one\)"):
+        _patterns.engine_patterns(["vLLM"])
+
+
+def test_gpu_release_engine_option_documents_its_argument_spec():
+    """The documented choices are the argument spec's (engine_choices()), generated from ENGINE_PATTERNS."""
+    with open(os.path.join(REPO, "plugins/modules/gpu_release.py"), encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    doc = yaml.safe_load(next(ast.literal_eval(n.value) for n in tree.body
+                              if isinstance(n, ast.Assign) and n.targets[0].id == "DOCUMENTATION"))
+    engine = doc["options"]["engine"]
+    assert engine["choices"] == _patterns.engine_choices() == list(_patterns.ENGINE_PATTERNS) + ["any"]
+    assert (engine["type"], engine["elements"]) == ("list", "str") and "default" not in engine
+    assert any("VLLM::" in line for line in engine["description"])
+
+
 def test_the_lookup_returns_the_engine_constant():
     from ansible.errors import AnsibleLookupError
 
     from ansible_collections.gpufleet.serving.plugins.lookup.engine_patterns import LookupModule
     lookup = LookupModule()
     assert lookup.run(["sglang", "vllm"], variables={}) == _patterns.engine_patterns(["sglang", "vllm"])
+    assert lookup.run(["any"], variables={}) == _patterns.engine_patterns(["sglang", "vllm"])
     with pytest.raises(AnsibleLookupError, match="name at least one engine"):
         lookup.run([], variables={})
     with pytest.raises(AnsibleLookupError, match="unknown engine 'trt'"):

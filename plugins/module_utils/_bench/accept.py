@@ -83,6 +83,9 @@ SGLANG_TOKENS = "sglang:generation_tokens"
 # SGLang's counter is spec_verify_calls; spec_verify_ct is accepted as an alias
 # (the name of the per-request field, used by some builds and stand-ins).
 SGLANG_VERIFY = ("sglang:spec_verify_calls", "sglang:spec_verify_ct")
+# vLLM 0.33.0: vllm/v1/spec_decode/metrics.py SpecDecodingProm (prometheus_client Counters, so
+# scraped with `_total`; labels model_name and engine). The per-position counter
+# vllm:spec_decode_num_accepted_tokens_per_pos_total shares the prefix but not the name.
 VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
 VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 

@@ -28,15 +28,31 @@ ENGINE_PATTERNS = {
     "vllm": [r"VLLM::", r"vllm\.entrypoints"],
 }
 SGLANG_PATTERNS = ENGINE_PATTERNS["sglang"]
+# The name that stands for every engine of ENGINE_PATTERNS (gpu_release's engine: any).
+ANY_ENGINE = "any"
+
+
+def engine_choices() -> list[str]:
+    """The names gpu_release's `engine` option takes: every engine, then V(any)."""
+    return list(ENGINE_PATTERNS) + [ANY_ENGINE]
 
 
 def engine_patterns(engines: list[str]) -> list[str]:
-    """The kill set of each engine named, in order; InvalidInput for an unknown name."""
+    """The kill set of each engine named, in order, each regex once; V(any) is every engine.
+
+    InvalidInput for an unknown name.
+    """
     out = []
     for name in engines:
-        if name not in ENGINE_PATTERNS:
-            raise InvalidInput("unknown engine %r; known engines: %s" % (name, ", ".join(sorted(ENGINE_PATTERNS))))
-        out.extend(ENGINE_PATTERNS[name])
+        if name == ANY_ENGINE:
+            names = list(ENGINE_PATTERNS)
+        elif name in ENGINE_PATTERNS:
+            names = [name]
+        else:
+            raise InvalidInput("unknown engine %r; known engines: %s (or %s: every one)"
+                               % (name, ", ".join(sorted(ENGINE_PATTERNS)), ANY_ENGINE))
+        for engine in names:
+            out.extend(p for p in ENGINE_PATTERNS[engine] if p not in out)
     return out
 
 

@@ -16,7 +16,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holde
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlError, NvmlSession, NvmlTimeout, gpu_memory_mib
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import compile_patterns, matches_any
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import compile_patterns, engine_patterns, matches_any
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe, holder_record
@@ -60,7 +60,7 @@ class ReleaseOptions:
             self.respawn_settle = RESPAWN_SETTLE
         finite(self.respawn_settle, "respawn_settle must be 0 or more seconds")
         if not self.patterns and not self.sweep:
-            raise InvalidInput("nothing to release: give patterns, or leave sweep enabled")
+            raise InvalidInput("nothing to release: give patterns or engine, or leave sweep enabled")
 
 
 class Plan:
@@ -510,4 +510,6 @@ def release_gpus(params: dict, check_mode: bool = False) -> dict:
     """The gpu_release module's work: its parameters in, its result out (or a GpuFleetError)."""
     opts = ReleaseOptions(**{k: params[k] for k in ReleaseOptions.FIELDS})
     opts.patterns = regex_list(params["patterns"], "patterns")
+    # engine: each named engine's kill set (_gpu/patterns.py ENGINE_PATTERNS) after the given patterns.
+    opts.patterns += [p for p in engine_patterns(params.get("engine") or []) if p not in opts.patterns]
     return Releaser(opts, check_mode=check_mode).run()

@@ -59,7 +59,8 @@ _PHASE_RULES = (
     ("vllm", "weights_loaded", re.compile(r"Loading (?:model )?weights took|Model loading took")),
     # vllm/v1/core/kv_cache_utils.py: "%s KV cache size: %s tokens, ..." (%s: "GPU", ...)
     ("vllm", "kv_cache", re.compile(r"KV cache size: [\d,]+ tokens|# GPU blocks:|# cuda blocks:")),
-    # vllm/v1/worker/gpu_model_runner.py: desc "Capturing CUDA graphs (...)", "Graph capturing finished in ..."
+    # vllm/v1/worker/gpu_model_runner.py: the tqdm bar's desc "Capturing CUDA graphs ({}, {})" (also
+    # vllm/v1/worker/gpu/cudagraph_utils.py progress_bar_desc), then "Graph capturing finished in ..."
     ("vllm", "cuda_graph", re.compile(r"Capturing (?:CUDA graph|cudagraphs|the model for CUDA graphs)")),
     ("vllm", "cuda_graph_done", re.compile(r"Graph capturing finished")),
     ("vllm", "engine_ready", re.compile(r"init engine \(profile, create kv cache, warmup model\) took")),
@@ -67,6 +68,10 @@ _PHASE_RULES = (
     # (before 0.33: "Starting vLLM API server 0 on ...")
     ("vllm", "http_server", re.compile(r"Starting vLLM (?:API )?server")),
     # vLLM's engine is warm before uvicorn starts: startup complete means /health answers.
+    # vllm/entrypoints/launchers/launcher.py serve_http hands uvicorn the socket it bound
+    # (server.serve(sockets=[sock])), and uvicorn then skips "Uvicorn running on"
+    # (uvicorn/server.py: `if sockets is None: self._log_started_message(...)`); its lifespan
+    # still logs "Application startup complete." (uvicorn/lifespan/on.py).
     ("vllm", "ready", re.compile(r"Application startup complete")),
     # uvicorn, used by both
     (None, "http_server", re.compile(r"Uvicorn running on")),
@@ -87,9 +92,16 @@ _FLAVOR_MARKERS = (
 
 # Failure causes, most specific first: an OOM often ends in a later warm-up error.
 CAUSES = (
+    # vLLM 0.33.0: vllm/v1/core/kv_cache_planning.py "No available memory for the cache blocks.",
+    # "... KV cache is needed, which is larger than the available KV cache memory ..."; vllm/v1/worker/
+    # utils.py f"Free memory on device {dev} (x/y GiB) on startup is less than desired GPU memory
+    # utilization (...)" / "... is less than the engine's budget ..." (memory another process, often an
+    # old EngineCore, still holds); vllm/v1/worker/gpu_model_runner.py "CUDA out of memory occurred when
+    # warming up sampler ...".
     ("oom", "out of GPU memory", re.compile(
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|Not enough memory"
-        r"|No available memory for the cache blocks|larger than the available KV cache memory")),
+        r"|No available memory for the cache blocks|larger than the available KV cache memory"
+        r"|on startup is less than (?:desired GPU memory utilization|the engine's budget)")),
     # SGLang checks its own ports before it starts (sglang/srt/server_args.py, PortArgs:
     # f"Port is already in use. {dist_init_port=} ..." after sglang/srt/utils/network.py
     # wait_port_available: f"{port_name} at {port} is not available in {timeout_s} seconds.").
@@ -97,12 +109,24 @@ CAUSES = (
      "that has not exited yet: stop it and release its GPUs before relaunching "
      "(SGLang waits 30 s for them; SGLANG_WAIT_PORT_TIMEOUT sets that)", re.compile(
          r"Port is already in use\. dist_init_port=|\w+_port at \d+ is not available in \d+ seconds")),
+    # vLLM binds its port before the engine starts (vllm/entrypoints/launchers/launcher.py
+    # create_server_socket: sock.bind(addr), with SO_REUSEADDR) and dies with Python's
+    # "OSError: [Errno 98] Address already in use".
     ("address_in_use", "address already in use (port taken: an old server may still hold it)", re.compile(
         r"address already in use|Errno 98\b|EADDRINUSE", re.IGNORECASE)),
     ("bad_argument", "bad command-line argument", re.compile(
         r"^[\w./-]+(?: [\w./-]+)?: error: ")),  # argparse: "prog: error: msg" ("sglang serve: error: ...")
     # sglang/srt/entrypoints/http_server.py: f"Initialization failed. warmup error: {last_traceback}"
     ("warmup_error", "warm-up request failed", re.compile(r"Initialization failed\. warmup error")),
+    # vLLM 0.33.0's engine core (in its own process, VLLM::EngineCore) failed or died; the root cause
+    # is logged above these lines, so every more specific cause comes first. vllm/v1/engine/core.py
+    # "EngineCore failed to start." / "EngineCore encountered a fatal error."; vllm/v1/engine/utils.py
+    # "Engine core initialization failed. See root cause above. Failed core proc(s): {...}";
+    # vllm/v1/utils.py f"Engine core process {name} died unexpectedly."; vllm/v1/executor/
+    # multiproc_executor.py "Worker proc %s died unexpectedly (exit code: %s), shutting down executor."
+    ("engine_failed", "vLLM's engine core failed to start or died (its own error is logged above)", re.compile(
+        r"Engine core initialization failed|EngineCore failed to start|EngineCore encountered a fatal error"
+        r"|Engine core process \S+ died unexpectedly|Worker proc \S+ died unexpectedly")),
 )
 _CAUSE_TEXT = dict((kind, text) for kind, text, unused in CAUSES)
 

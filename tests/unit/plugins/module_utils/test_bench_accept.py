@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench import accept as ba
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response
+from tests.support.real_sources import vllm_sources
 
 PAGE = """# HELP sglang:generation_tokens_total Number of generation tokens processed.
 # TYPE sglang:generation_tokens_total counter
@@ -112,3 +115,95 @@ def test_meter_falls_back_to_server_info_without_metrics():
 def test_meter_unknown_flavor_reads_nothing():
     meter = ba.AcceptanceMeter(FakeClient([]), "unknown")
     assert meter.snapshot() is None and meter.measure(None) == (None, None)
+
+
+# --- vLLM 0.33.0's own metric definitions (tests/support/real_sources.py finds the wheel) ---
+
+def _vllm_counters(root):
+    """(name, documentation) of vLLM's spec-decode counters, the per-position counter's name and
+    the label names, read from vllm/v1/spec_decode/metrics.py (SpecDecodingProm) and
+    vllm/v1/metrics/loggers.py (labelnames = ["model_name", "engine"])."""
+    tree = ast.parse((root / "v1/spec_decode/metrics.py").read_text(encoding="utf-8"))
+    specs = [tuple(ast.literal_eval(node)) for node in ast.walk(tree)
+             if isinstance(node, ast.Tuple) and len(node.elts) == 2
+             and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+             and node.elts[0].value.startswith("vllm:spec_decode_")]
+    (per_pos,) = [kw.value.value for node in ast.walk(tree) if isinstance(node, ast.Call) for kw in node.keywords
+                  if kw.arg == "name" and isinstance(kw.value, ast.Constant)
+                  and str(kw.value.value).startswith("vllm:spec_decode_")]
+    loggers = ast.parse((root / "v1/metrics/loggers.py").read_text(encoding="utf-8"))
+    (labels,) = {tuple(ast.literal_eval(node.value)) for node in ast.walk(loggers) if isinstance(node, ast.Assign)
+                 and any(getattr(t, "id", None) == "labelnames" for t in node.targets)
+                 and isinstance(node.value, ast.List)}
+    return specs, per_pos, list(labels)
+
+
+def _vllm_page(root, counts, engines=("0",), positions=3):
+    """vLLM's /metrics page as a scrape shows it: the counters registered as vLLM registers them,
+    written by the real prometheus_client (beside vllm in build/vllm-real) when it is there, else
+    in its exposition format by hand (a Counter `x` is scraped as `x_total`, plus `x_created`)."""
+    specs, per_pos, labels = _vllm_counters(root)
+    try:
+        import prometheus_client  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        prometheus_client = None
+    if prometheus_client is not None:
+        registry = prometheus_client.CollectorRegistry()
+        for name, doc in specs:
+            metric = prometheus_client.Counter(name=name, documentation=doc, labelnames=labels, registry=registry)
+            for engine in engines:
+                metric.labels("m", engine).inc(counts[name])
+        by_pos = prometheus_client.Counter(name=per_pos, documentation="Accepted tokens per draft position.",
+                                           labelnames=labels + ["position"], registry=registry)
+        for engine in engines:
+            for pos in range(positions):
+                by_pos.labels("m", engine, str(pos)).inc(7)
+        return prometheus_client.generate_latest(registry).decode()
+    lines = []
+    for name, doc in specs:
+        lines += ["# HELP %s_total %s" % (name, doc), "# TYPE %s_total counter" % name]
+        for engine in engines:
+            lines.append('%s_total{engine="%s",model_name="m"} %s' % (name, engine, float(counts[name])))
+            lines.append('%s_created{engine="%s",model_name="m"} 1.7e+09' % (name, engine))
+    for engine in engines:
+        for pos in range(positions):
+            lines.append('%s_total{engine="%s",model_name="m",position="%d"} 7.0' % (per_pos, engine, pos))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def vllm_root(monkeypatch):
+    root = vllm_sources()
+    monkeypatch.syspath_prepend(str(root.parent))  # build/vllm-real also holds prometheus_client
+    return root
+
+
+def test_vllm_counter_names_are_the_wheels(vllm_root):
+    specs, per_pos, labels = _vllm_counters(vllm_root)
+    names = [name for name, _doc in specs]
+    assert ba.VLLM_DRAFTS in names and ba.VLLM_ACCEPTED in names
+    assert names == ["vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
+                     "vllm:spec_decode_num_accepted_tokens"]
+    assert per_pos == "vllm:spec_decode_num_accepted_tokens_per_pos" and labels == ["model_name", "engine"]
+    # SpecDecodingProm's own docstring gives the same formula
+    assert "1 + (\n      rate(vllm:spec_decode_num_accepted_tokens_total[$interval]) /\n" \
+           "      rate(vllm:spec_decode_num_drafts_total[$interval]))" in (
+               vllm_root / "v1/spec_decode/metrics.py").read_text()
+
+
+@pytest.mark.parametrize("engines", [("0",), ("0", "1")])  # data parallel: one series per engine, summed
+def test_vllm_acceptance_from_a_scraped_page(vllm_root, engines):
+    before_counts = {"vllm:spec_decode_num_drafts": 500, "vllm:spec_decode_num_draft_tokens": 1500,
+                     "vllm:spec_decode_num_accepted_tokens": 250}
+    after_counts = {"vllm:spec_decode_num_drafts": 600, "vllm:spec_decode_num_draft_tokens": 1800,
+                    "vllm:spec_decode_num_accepted_tokens": 400}
+    before_page = _vllm_page(vllm_root, before_counts, engines)
+    assert 'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 500.0' in before_page
+    before, after = ba.parse_prometheus(before_page), ba.parse_prometheus(_vllm_page(vllm_root, after_counts, engines))
+    assert not any(name.endswith("_created") for name in after)
+    # the per-position counter shares the accepted counter's prefix but is a series of its own
+    assert after["vllm:spec_decode_num_accepted_tokens_total"] == 400.0 * len(engines)
+    assert after["vllm:spec_decode_num_accepted_tokens_per_pos_total"] == 21.0 * len(engines)
+    assert ba.detect_flavor(None, _vllm_page(vllm_root, after_counts, engines), None) == "vllm"
+    assert ba.vllm_acceptance(before, after) == (2.5, "metrics")  # 1 + 150 / 100
+    assert ba.vllm_acceptance(after, dict(after)) == (None, "metrics")  # no draft in the span

@@ -16,7 +16,9 @@ import psutil
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import ENGINE_PATTERNS
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import signals as sig
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import threads as _threads
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
@@ -159,3 +161,39 @@ def test_eperm_message_for_a_non_root_user_says_become(monkeypatch):
         releaser._fail_if_denied([Denied()], {})  # pylint: disable=protected-access
     assert err.value.msg == ("not permitted to signal: pid 4242 (sglang::x) of user root; this module runs as "
                              "user nobody: run the task with become: true (or as the owner of these processes)")
+
+
+def _release_params(**given):
+    params = {k: None for k in release.ReleaseOptions.FIELDS}
+    params.update(patterns=[], engine=None, sweep=True)
+    params.update(given)
+    return params
+
+
+@pytest.mark.parametrize("engine, patterns, expected", [
+    (None, [], []),  # unset: today's behaviour, no pattern at all
+    ([], ["sglang::"], ["sglang::"]),
+    (["vllm"], [], ENGINE_PATTERNS["vllm"]),
+    (["vllm"], ["my_job"], ["my_job"] + ENGINE_PATTERNS["vllm"]),
+    (["any"], [r"VLLM::"], [r"VLLM::"] + ENGINE_PATTERNS["sglang"] + [r"vllm\.entrypoints"]),
+    (["sglang", "vllm"], [], ENGINE_PATTERNS["sglang"] + ENGINE_PATTERNS["vllm"]),
+])
+def test_engine_adds_its_kill_set_to_patterns(monkeypatch, engine, patterns, expected):
+    seen = {}
+
+    class Recorder:
+        def __init__(self, opts, check_mode=False):
+            seen["patterns"] = opts.patterns
+
+        def run(self):
+            return {"changed": False}
+
+    monkeypatch.setattr(release, "Releaser", Recorder)
+    release.release_gpus(_release_params(engine=engine, patterns=patterns))
+    assert seen["patterns"] == expected
+
+
+def test_unknown_engine_refused_before_anything_runs(monkeypatch):
+    monkeypatch.setattr(release, "Releaser", None)  # would fail loudly if reached
+    with pytest.raises(InvalidInput, match="unknown engine 'trt'"):
+        release.release_gpus(_release_params(engine=["trt"]))

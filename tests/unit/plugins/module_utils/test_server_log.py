@@ -158,6 +158,10 @@ def test_match_cause(line, kind):
     ({"warmup_error": "w", "address_in_use": "a"}, 1, "address_in_use", None),
     ({"warmup_error": "w"}, -9, "warmup_error", "warm-up request failed"),
     ({"ports_held": "p", "address_in_use": "a"}, 1, "ports_held", None),
+    # vLLM: the engine core's root cause (logged first) names the failure, not its epilogue
+    ({"engine_failed": "e", "oom": "o"}, 1, "oom", "out of GPU memory"),
+    ({"engine_failed": "e", "address_in_use": "a"}, 1, "address_in_use", None),
+    ({"engine_failed": "e"}, 1, "engine_failed", "vLLM's engine core failed to start or died (its own error is logged above)"),
 ])
 def test_diagnose_precedence(causes, exit_code, kind, message):
     cause = log.diagnose(causes, exit_code)

@@ -11,58 +11,28 @@ matches it. A release that rewords a line fails here, not on a host after a 20-m
 Where the packages are: $GPUFLEET_REAL_SGLANG / $GPUFLEET_REAL_VLLM (a directory holding
 `sglang/` or `vllm/`, e.g. a `pip install --no-deps --target DIR sglang==0.5.23`), else the
 distribution installed in this interpreter, else build/sglang-real (`make setup` installs the
-pinned sglang there). Sources only: nothing of sglang is imported.
+pinned sglang there) or build/vllm-real (`make setup-vllm` unpacks the pinned vLLM wheel's .py
+files there, and uvicorn's beside them; optional, so the vLLM cases skip without it). Sources
+only: nothing of sglang or vllm is imported.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata
+import logging
 import os
-import pathlib
 import re
+import socket
+import traceback
 
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as _patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import drafter as _drafter  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
-
-REPO = pathlib.Path(__file__).resolve().parents[4]
-
-TESTED = {"sglang": "0.5.23", "vllm": "0.33.0"}
-
-
-def package_dir(name):
-    """(directory of the package's sources, version) or (None, reason)."""
-    override = os.environ.get("GPUFLEET_REAL_" + name.upper())
-    if override:
-        return package_dir_at(pathlib.Path(override), name)
-    try:
-        dist = importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    else:
-        return pathlib.Path(dist.locate_file(name)), dist.version
-    # `make setup` installs the pinned real sglang here (requirements-sglang.txt, --no-deps).
-    build = REPO / "build" / ("%s-real" % name)
-    if (build / name).is_dir():
-        return package_dir_at(build, name)
-    return None, "%s is not installed (make setup; or set GPUFLEET_REAL_%s to a --target install)" % (
-        name, name.upper())
-
-
-def package_dir_at(root, name):
-    infos = sorted(root.glob("%s-*.dist-info" % name))
-    version = infos[-1].name[len(name) + 1:-len(".dist-info")] if infos else None
-    return root / name, version
-
-
-def sources(name):
-    found, version = package_dir(name)
-    if found is None or not found.is_dir():
-        pytest.skip(version if found is None else "no %s sources at %s" % (name, found))
-    return found, version
+from tests.support import real_sources
+from tests.support.real_sources import TESTED, package_dir, sources, vllm_sources
 
 
 def render(node, values):
@@ -216,6 +186,26 @@ def test_installed_sglang_is_the_tested_version():
     assert version == TESTED["sglang"], "move the tested version (README, roles/sglang_server/vars) with the pin"
 
 
+def literals(path, anchor, values=None):
+    """Every string or f-string in PATH holding ANCHOR, wherever it is (a message assigned to a
+    variable, an exception's argument, a tqdm desc), with `{}`, f-string and printf fields filled."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    pieces = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in pieces or not isinstance(node, (ast.Constant, ast.JoinedStr)):
+            continue
+        text = render(node, values or {})
+        if text is not None and anchor in text:
+            found.append(re.sub(r"%[-+ #0]*\d*(?:\.\d+)?[sdfr]", "1", text.replace("{}", "1")))
+    assert found, "no string with %r in %s: the release changed this line" % (anchor, path)
+    return found
+
+
+# vLLM 0.33.0 prefixes every line of its own loggers (vllm/logger.py _FORMAT):
+# "(<process name> pid=N) LEVEL MM-DD HH:MM:SS [file.py:N] message".
+VLLM_PREFIX = "(EngineCore pid=1) INFO 12-03 05:00:00 [x.py:1] "
+
 # (file under vllm/, anchor, phase)
 VLLM_PHASE_SOURCES = [
     ("v1/engine/core.py", "Initializing a V1 LLM engine", "init"),
@@ -230,7 +220,128 @@ VLLM_PHASE_SOURCES = [
 
 @pytest.mark.parametrize("relpath, anchor, phase", VLLM_PHASE_SOURCES)
 def test_vllm_phase_rule_matches_the_real_format_string(relpath, anchor, phase):
-    root, _version = sources("vllm")
+    root = vllm_sources()
     for text in emitted(root / relpath, anchor):
-        line = "(EngineCore pid=1) INFO 12-03 05:00:00 [x.py:1] " + text.replace("1 KV cache", "GPU KV cache")
+        line = VLLM_PREFIX + text.replace("1 KV cache", "GPU KV cache")
         assert log.match_phase(line, "vllm") == phase, line
+
+
+@pytest.mark.parametrize("relpath", ["v1/worker/gpu_model_runner.py", "v1/worker/gpu/cudagraph_utils.py"])
+def test_vllm_cuda_graph_bar_is_the_cuda_graph_phase(relpath):
+    """The capture shows as a tqdm bar whose desc (not a logger call) names it."""
+    root = vllm_sources()
+    for text in literals(root / relpath, "Capturing CUDA graphs"):
+        line = "%s: 100%%|##########| 67/67 [00:05<00:00, 12.71it/s]" % text
+        assert log.match_phase(line, "vllm") == "cuda_graph", line
+
+
+def test_vllm_ready_is_uvicorns_startup_complete():
+    """vLLM hands uvicorn its bound socket, so uvicorn never says "Uvicorn running on"; its
+    lifespan's "Application startup complete." is the last line before /health answers."""
+    root = vllm_sources()
+    launcher = (root / "entrypoints/launchers/launcher.py").read_text()
+    assert "server.serve(sockets=[sock] if sock else None)" in launcher
+    uvicorn = root.parent / "uvicorn"
+    if not uvicorn.is_dir():
+        pytest.skip("no uvicorn sources beside %s (make setup-vllm unpacks them)" % root)
+    assert "if sockets is None:\n            self._log_started_message(listeners)" in (uvicorn / "server.py").read_text()
+    (text,) = emitted(uvicorn / "lifespan/on.py", "Application startup complete")
+    line = "INFO:     " + text  # uvicorn's default format: "%(levelprefix)s %(message)s"
+    assert log.match_phase(line, "vllm") == "ready"
+    assert log.match_phase(line, None) == "http_server"  # in an SGLang log it only means HTTP is up
+
+
+def test_vllm_own_lines_tell_the_flavor():
+    root = vllm_sources()
+    (text,) = literals(root / "entrypoints/common/startup.py", "vLLM server version")
+    assert log.flavor_of_line("(APIServer pid=1) INFO 12-03 05:00:00 [startup.py:1] " + text) == "vllm"
+    (fmt,) = set(literals(root / "logger.py", "(%(vllm_process_name)s", {"envs.VLLM_LOGGING_PREFIX": ""}))
+    for name in ("APIServer", "EngineCore_DP0", "Worker_TP3"):
+        record = logging.LogRecord("vllm.x", logging.INFO, "x.py", 1, "hello", None, None)
+        record.vllm_process_name, record.fileinfo = name, "x.py"
+        line = logging.Formatter(fmt, "%m-%d %H:%M:%S").format(record)
+        assert line.startswith("(%s pid=%d) INFO " % (name, os.getpid())), line
+        assert log.flavor_of_line(line) == "vllm", line
+        assert log.parse_timestamp(line) is not None, line
+
+
+# (file under vllm/, anchor in its format string, cause)
+VLLM_CAUSE_SOURCES = [
+    ("v1/core/kv_cache_planning.py", "No available memory for the cache blocks", "oom"),
+    ("v1/core/kv_cache_planning.py", "larger than the available KV cache", "oom"),
+    ("v1/worker/utils.py", "is less than desired GPU memory utilization", "oom"),
+    ("v1/worker/utils.py", "is less than the engine's budget", "oom"),
+    ("v1/worker/gpu_model_runner.py", "CUDA out of memory occurred when warming up sampler", "oom"),
+    ("v1/engine/core.py", "EngineCore failed to start", "engine_failed"),
+    ("v1/engine/core.py", "EngineCore encountered a fatal error", "engine_failed"),
+    ("v1/engine/utils.py", "Engine core initialization failed", "engine_failed"),
+    ("v1/utils.py", "died unexpectedly", "engine_failed"),
+    ("v1/executor/multiproc_executor.py", "died unexpectedly (exit code", "engine_failed"),
+]
+
+
+@pytest.mark.parametrize("relpath, anchor, cause", VLLM_CAUSE_SOURCES)
+def test_vllm_cause_rule_matches_the_real_format_string(relpath, anchor, cause):
+    root = vllm_sources()
+    values = {"engine_manager.failed_proc_name": "EngineCore_DP0", "init_snapshot.device_": "cuda:0"}
+    for text in literals(root / relpath, anchor, values):
+        assert log.match_cause(VLLM_PREFIX + text) == cause, text
+
+
+def test_vllm_memory_advice_is_not_a_cause():
+    """gpu_worker.py logs "Free memory on device (...) on startup. Desired GPU memory utilization is
+    ..." as advice after a good start: not the start-up failure of worker/utils.py."""
+    root = vllm_sources()
+    for text in literals(root / "v1/worker/gpu_worker.py", "on startup. Desired GPU memory utilization is"):
+        assert log.match_cause(VLLM_PREFIX + text) is None, text
+
+
+def test_vllm_port_in_use_is_pythons_bind_error():
+    """vLLM binds its port itself before the engine starts: the error is Python's own OSError."""
+    root = vllm_sources()
+    launcher = (root / "entrypoints/launchers/launcher.py").read_text()
+    assert "sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)" in launcher and "sock.bind(addr)" in launcher
+    with socket.socket() as first, socket.socket() as second:
+        first.bind(("127.0.0.1", 0))
+        first.listen()
+        second.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with pytest.raises(OSError) as raised:
+            second.bind(first.getsockname())
+    line = "".join(traceback.format_exception_only(raised.value)).strip()
+    assert line.startswith("OSError: [Errno 98]"), line
+    assert log.match_cause("(APIServer pid=1) " + line) == "address_in_use"
+
+
+def test_vllm_kill_patterns_match_the_real_titles():
+    """set_process_title(name) titles a process f"{prefix}::{name}" with prefix VLLM_PROCESS_NAME_PREFIX,
+    "VLLM" by default; the names come from the engine core, workers, API servers and coordinator."""
+    root = vllm_sources()
+    assert 'setproctitle.setproctitle(f"{prefix}::{name}")' in (root / "utils/system_utils.py").read_text()
+    assert '"VLLM_PROCESS_NAME_PREFIX": lambda: os.getenv("VLLM_PROCESS_NAME_PREFIX", "VLLM")' in (
+        root / "envs.py").read_text()
+    regexes = _patterns.compile_patterns(_patterns.engine_patterns(["vllm"]))
+    for name in ("EngineCore", "EngineCore_DP0", "Worker", "Worker_TP3", "APIServer_0", "DPCoordinator"):
+        assert _patterns.matches_any(regexes, "VLLM::" + name)
+
+
+def test_vllm_sources_found_in_build_and_the_variable_overrides(monkeypatch, tmp_path):
+    """build/vllm-real (make setup-vllm) is used when present; GPUFLEET_REAL_VLLM wins over it."""
+    build = tmp_path / "repo" / "build" / "vllm-real"
+    (build / "vllm").mkdir(parents=True)
+    (build / "vllm-0.33.0.dist-info").mkdir()
+    other = tmp_path / "other"
+    (other / "vllm").mkdir(parents=True)
+    (other / "vllm" / "_version.py").write_text("__version__ = version = '0.34.0'\n")
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: (_ for _ in ()).throw(
+        importlib.metadata.PackageNotFoundError(name)))
+    monkeypatch.setattr(real_sources, "REPO", tmp_path / "repo")
+    monkeypatch.delenv("GPUFLEET_REAL_VLLM", raising=False)
+    assert package_dir("vllm") == (build / "vllm", "0.33.0")
+    monkeypatch.setenv("GPUFLEET_REAL_VLLM", str(other))
+    assert package_dir("vllm") == (other / "vllm", "0.34.0")
+
+
+def test_the_vllm_pin_is_the_tested_version():
+    """vLLM cases skip on another version: a pin moved without TESTED would silently skip them all."""
+    pins = (real_sources.REPO / "requirements-vllm.txt").read_text()
+    assert re.search(r"^vllm==%s$" % re.escape(TESTED["vllm"]), pins, re.M), pins

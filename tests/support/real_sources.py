@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Where the real engines' sources are, for the tests that read them (never import them).
+
+$GPUFLEET_REAL_SGLANG / $GPUFLEET_REAL_VLLM (a directory holding `sglang/` or `vllm/`, e.g. a
+`pip install --no-deps --target DIR sglang==0.5.23`), else the distribution installed in this
+interpreter, else build/sglang-real (`make setup`) or build/vllm-real (`make setup-vllm`, optional:
+the vLLM cases skip without it). Used by test_server_log_sources.py and test_bench_accept.py.
+"""
+import importlib.metadata
+import os
+import pathlib
+import re
+
+import pytest
+
+from tests.support.paths import REPO as _REPO
+
+REPO = pathlib.Path(_REPO)
+
+# The versions the collection is tested against (requirements-sglang.txt, requirements-vllm.txt).
+TESTED = {"sglang": "0.5.23", "vllm": "0.33.0"}
+
+
+def package_dir(name):
+    """(directory of the package's sources, version) or (None, reason)."""
+    override = os.environ.get("GPUFLEET_REAL_" + name.upper())
+    if override:
+        return package_dir_at(pathlib.Path(override), name)
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    else:
+        return pathlib.Path(dist.locate_file(name)), dist.version
+    # `make setup` installs the pinned real sglang here (requirements-sglang.txt, --no-deps);
+    # `make setup-vllm` unpacks the pinned vLLM's sources (requirements-vllm.txt).
+    build = REPO / "build" / ("%s-real" % name)
+    if (build / name).is_dir():
+        return package_dir_at(build, name)
+    return None, "%s is not installed (make setup; or set GPUFLEET_REAL_%s to a --target install)" % (
+        name, name.upper())
+
+
+def package_dir_at(root, name):
+    infos = sorted(root.glob("%s-*.dist-info" % name))
+    version = infos[-1].name[len(name) + 1:-len(".dist-info")] if infos else None
+    if version is None and (root / name / "_version.py").is_file():
+        # A tree unpacked without its dist-info: vLLM writes `__version__ = version = '0.33.0'`.
+        found = re.search(r"^__version__ = version = '([^']+)'", (root / name / "_version.py").read_text(), re.M)
+        version = found.group(1) if found else None
+    return root / name, version
+
+
+def sources(name):
+    found, version = package_dir(name)
+    if found is None or not found.is_dir():
+        pytest.skip(version if found is None else "no %s sources at %s" % (name, found))
+    return found, version
+
+
+def vllm_sources():
+    """The vLLM tree, skipped unless it is the tested version (GPUFLEET_REAL_VLLM, build/vllm-real)."""
+    root, version = sources("vllm")
+    if version != TESTED["vllm"]:
+        pytest.skip("vllm sources at %s are version %s, not %s" % (root, version, TESTED["vllm"]))
+    return root
+
+
