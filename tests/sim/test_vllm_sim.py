@@ -4,6 +4,7 @@ import http.client
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -89,6 +90,26 @@ def test_config_yaml_flag_unknown_exits_2(tmp_path):
     assert cp.returncode == 2 and "unrecognized arguments: --tp-size 2" in cp.stderr
 
 
+PRINT_ARGS = ("import json, sys; from vllm._sim import args; ns = args.parse(sys.argv[1:]); "
+              "print(json.dumps({k: getattr(ns, k) for k in ('model', 'tp', 'port', 'api_keys', 'enforce_eager', "
+              "'served_names', 'gpu_util', 'max_num_seqs', 'spec')}))")
+
+
+def test_config_yaml_env_key_and_precedence(tmp_path):
+    """cli > config > defaults (argparse_utils.py _pull_args_from_config); VLLM_API_KEY when no --api-key."""
+    conf = tmp_path / "serve.yaml"
+    conf.write_text("tensor-parallel-size: 2\nport: 9001\nenforce-eager: false\nmax_num_seqs: 16\n"
+                    "speculative-config:\n  method: eagle3\n  num_speculative_tokens: 3\n")
+    cp = subprocess.run([VLLM_PYTHON, "-c", PRINT_ARGS, KIMI, "--config", str(conf), "-tp", "4",
+                         "--gpu_memory_utilization=0.8"], capture_output=True, text=True, timeout=30, check=False,
+                        env=dict(os.environ, VLLM_API_KEY="from-env"))
+    assert cp.returncode == 0, cp.stderr
+    assert json.loads(cp.stdout) == {
+        "model": KIMI, "tp": 4, "port": 9001, "api_keys": ["from-env"], "enforce_eager": False,
+        "served_names": [KIMI], "gpu_util": 0.8, "max_num_seqs": 16,
+        "spec": {"method": "eagle3", "num_speculative_tokens": 3}}
+
+
 def test_module_entry_point_parses_too():
     cp = subprocess.run([VLLM_PYTHON, "-m", "vllm.entrypoints.cli.main", "serve", KIMI, "--nope"],
                         capture_output=True, text=True, timeout=30, check=False)
@@ -136,11 +157,12 @@ def used_mib(root):
 class VllmServer:
     """`vllm serve` in a session of its own; stop() kills exactly that process group."""
 
-    def __init__(self, tmp_path, root, *args, tp=8, launcher=None, env=None):
+    def __init__(self, tmp_path, root, *args, tp=8, launcher=None, env=None, module=False):
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log_path = str(tmp_path / ("vllm-%d.log" % self.port))
-        self.cmd = [VLLM_CLI, "serve", KIMI, "--tensor-parallel-size", str(tp), "--host", "127.0.0.1",
+        head = [VLLM_PYTHON, "-m", "vllm.entrypoints.cli.main"] if module else [VLLM_CLI]
+        self.cmd = head + ["serve", KIMI, "--tensor-parallel-size", str(tp), "--host", "127.0.0.1",
                     "--port", str(self.port)] + FAST + list(args)
         full = dict(os.environ)
         full.pop("FAKE_NVML_ROOT", None)
@@ -227,12 +249,17 @@ def test_titles_memory_and_log_lines_in_order(eagle):
     assert "(EngineCore pid=" in log and "(Worker_TP0 pid=" in log and "(APIServer pid=" in log
 
 
-def test_tp1_runs_the_model_in_engine_core(tmp_path, started):
-    server = VllmServer(tmp_path, None, tp=1)
+def test_tp1_module_entry_point_runs_the_model_in_engine_core(tmp_path, started):
+    server = VllmServer(tmp_path, None, tp=1, module=True)
     started.append(server)
     server.wait_ready()
-    names = sorted(t for t in tree_of(server.proc.pid).values() if t.startswith("VLLM::"))
+    tree = tree_of(server.proc.pid)
+    names = sorted(t for t in tree.values() if t.startswith("VLLM::"))
     assert names == ["VLLM::EngineCore"]  # UniProcExecutor: no worker process at TP 1
+    # the API server (vllm\.entrypoints) and EngineCore are in the vllm engine's kill set
+    # (multiprocessing's resource_tracker, a child as under real vLLM, is not: a descendant)
+    ours = [t for t in tree.values() if "resource_tracker" not in t]
+    assert len(ours) == 2 and all(any(re.search(p, t) for p in ENGINE_PATTERNS["vllm"]) for t in ours), tree
 
 
 def test_key_guards_v1_only_and_models(eagle):
