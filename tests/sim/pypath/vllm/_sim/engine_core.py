@@ -19,6 +19,7 @@ import time
 import traceback
 
 from sglang._sim import gpus, procs, torcherrors  # the SGLang simulator's GPU holding and process plumbing
+
 from vllm import __version__
 from vllm._sim import logs
 

@@ -15,6 +15,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang._sim import api
+
 from vllm import __version__
 from vllm._sim import logs, metrics
 

@@ -15,6 +15,7 @@ from multiprocessing.connection import wait
 
 from sglang._sim import engine as tokens  # the SGLang simulator's batch loop, reused
 from sglang._sim import gpus, models, perf
+
 from vllm import __version__
 from vllm._sim import args as argsmod
 from vllm._sim import engine_core, http_api, logs
