@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns imp
 from tests.support import pidns, procfs
 from tests.support.ansible import run_module
 from tests.support.net import free_port
-from tests.support.polling import poll
+from tests.support.polling import holds_within, poll
 
 SIM = pathlib.Path(__file__).resolve().parent
 VLLM_CLI = str(SIM / "bin" / "vllm")
@@ -342,16 +342,24 @@ def test_llm_benchmark_reads_acceptance_from_vllm_counters(eagle):
     assert level["accept_length"] == pytest.approx(ACCEPT, abs=0.3)
 
 
-def test_health_503_when_the_engine_died(tmp_path, started):
-    server = VllmServer(tmp_path, None, tp=2)
+@pytest.mark.parametrize("keep_alive", [True, False])
+def test_health_503_when_the_engine_died(tmp_path, started, keep_alive):
+    env = {"VLLM_KEEP_ALIVE_ON_ENGINE_DEATH": "1"} if keep_alive else {}
+    server = VllmServer(tmp_path, None, "--sim-watchdog-seconds", "0.5", tp=2, env=env)
     started.append(server)
     server.wait_ready()
     assert server.request("GET", "/health")[0] == 200
     core = next(p for p, t in tree_of(server.proc.pid).items() if t == "VLLM::EngineCore")
     os.kill(core, signal.SIGKILL)
-    poll(lambda: server.request("GET", "/health")[0] == 503, 10, 0.05, "/health to answer 503")
-    assert server.proc.poll() is None  # the API server itself is still up
+    poll(lambda: server.proc.poll() is not None or server.request("GET", "/health")[0] == 503, 10, 0.02,
+         "/health to answer 503")
     assert not [t for t in tree_of(server.proc.pid).values() if t.startswith("VLLM::Worker")]
+    if keep_alive:
+        assert not holds_within(lambda: server.proc.poll() is not None, 1.0)  # still up, still 503
+        assert server.request("GET", "/health")[0] == 503
+    else:  # the watchdog ends the API server
+        poll(lambda: server.proc.poll() is not None, 10, 0.05, "the API server to exit")
+        assert "EngineCore encountered an issue" in server.log() and "Application shutdown complete." in server.log()
 
 
 def test_without_survivors_killing_the_api_server_ends_the_tree(tmp_path, started, root):

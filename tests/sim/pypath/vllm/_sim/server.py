@@ -108,18 +108,25 @@ def _serve(app, conn):
         threading.Thread(target=_shutdown, args=(server, conn, app.engine_proc), daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_term)
-    threading.Thread(target=_watch_engine, args=(app,), daemon=True).start()
+    threading.Thread(target=_watch_engine, args=(app, server, conn), daemon=True).start()
     server.serve_forever(poll_interval=0.2)
     threading.Event().wait()  # _shutdown ends the process
 
 
-def _watch_engine(app):
+def _watch_engine(app, server, conn):
+    """/health turns 503 (health.py: EngineDeadError); then launcher.py's watchdog_loop, every
+    VLLM_WATCHDOG_TIME_S, ends the server unless VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1 (envs.py)."""
     wait([app.engine_proc.sentinel])
     app.engine_dead.set()
     if app.stopping.is_set():
         return
     # vllm/v1/engine/exceptions.py EngineDeadError.ENGINE_DEAD_MESSAGE
     logs.error("core_client.py:949", "EngineCore encountered an issue. See stack trace (above) for the root cause.")
+    if os.environ.get("VLLM_KEEP_ALIVE_ON_ENGINE_DEATH", "0") not in ("", "0"):
+        return
+    threading.Event().wait(app.args.sim_watchdog_seconds)
+    app.stopping.set()
+    _shutdown(server, conn, app.engine_proc)
 
 
 def _shutdown(server, conn, engine_proc):
