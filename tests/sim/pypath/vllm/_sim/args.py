@@ -57,10 +57,45 @@ TYPES = {"--port": int, "--tensor-parallel-size": int, "-tp": int, "--gpu-memory
          "--data-parallel-size": int, "-dp": int, "--pipeline-parallel-size": int, "-pp": int}
 
 
+# vllm/entrypoints/cli/main.py: the subcommands of CMD_MODULES, in order (only serve is simulated)
+COMMANDS = ("chat", "complete", "serve", "launch", "bench", "collect-env", "download-kernels", "preload",
+            "run-batch", "snapshot")
+
+
+def build_cli():
+    """(top-level `vllm` parser, its serve subparser), as vllm/entrypoints/cli/main.py builds them.
+
+    As there, an unknown flag is reported by the top-level parser (`vllm: error: unrecognized
+    arguments: ...`); a bad value by the serve subparser (`vllm serve: error: argument ...`).
+    argparse's allow_abbrev stays on (FlexibleArgumentParser does not turn it off).
+    """
+    top = argparse.ArgumentParser(prog="vllm", description="vLLM CLI")
+    top.add_argument("-v", "--version", action="version", version=_version())
+    sub = top.add_subparsers(required=False, dest="subparser")
+    serve = None
+    for name in COMMANDS:
+        if name == "serve":
+            # vllm/entrypoints/cli/serve.py subparser_init
+            serve = sub.add_parser("serve", usage="vllm serve [model_tag] [options]",
+                                   help="Launch a local OpenAI-compatible API server to serve LLM "
+                                        "completions via HTTP.")
+            _add_serve_args(serve)
+        else:
+            sub.add_parser(name, add_help=False)
+    return top, serve
+
+
+def _version():
+    from vllm import __version__
+    return __version__
+
+
 def build_parser():
-    # usage as real serve's subparser (vllm/entrypoints/cli/serve.py subparser_init)
-    p = argparse.ArgumentParser(prog="vllm serve", usage="vllm serve [model_tag] [options]",
-                                allow_abbrev=False)
+    """The serve subparser alone (for reading flag names; parse() goes through build_cli())."""
+    return build_cli()[1]
+
+
+def _add_serve_args(p):
     p.add_argument("model_tag", nargs="?", default=None)
     aliases = {}
     flags, shorts = load_flags()
@@ -93,7 +128,6 @@ def build_parser():
         p.add_argument("--sim-" + name.replace("_", "-"), dest="sim_" + name, action="store_true",
                        default=os.environ.get(env_name(name), "") not in ("", "0"),
                        help=help_ + " (env %s=1)" % env_name(name))
-    return p
 
 
 def _pull_config(args, parser):
@@ -160,7 +194,7 @@ def _normalise(args):
 
 def parse(argv):
     """Namespace of a `vllm serve` command line; exits 2 (argparse) or 1 (a ValueError)."""
-    parser = build_parser()
+    top, parser = build_cli()
     args = list(argv)
     try:
         args = _normalise(args)
@@ -170,7 +204,7 @@ def parse(argv):
     except (ValueError, OSError) as exc:
         sys.stderr.write("ValueError: %s\n" % exc)
         sys.exit(1)
-    ns = parser.parse_args(args)
+    ns = top.parse_args(["serve"] + args)
     ns.model = ns.model_tag or ns.model or "Qwen/Qwen3-0.6B"  # ModelConfig.model's default
     if ns.api_key is None and os.environ.get("VLLM_API_KEY"):
         ns.api_key = [os.environ["VLLM_API_KEY"]]  # FrontendArgs.api_key (cli_args.py): env VLLM_API_KEY
