@@ -1,13 +1,13 @@
 """The vLLM 0.33.0 simulator (tests/sim/pypath/vllm): flag set, parse errors, process shape,
 log lines, HTTP routes, metrics and the survivor trap, against the collection's modules."""
 import http.client
+import importlib.util
 import json
 import os
 import pathlib
 import re
 import signal
 import subprocess
-import sys
 
 import psutil
 import pytest
@@ -26,8 +26,10 @@ FLAGS_DIR = SIM / "pypath" / "vllm" / "_sim"
 KIMI = str(SIM / "models" / "kimi-k2.5-int4")
 EAGLE = str(SIM / "models" / "aq-medai-kimi-k2-eagle3")
 
-sys.path.insert(0, str(FLAGS_DIR))
-import flags_gen  # noqa: E402  pylint: disable=wrong-import-position
+# flags_gen.py loaded by path: its directory on sys.path would shadow modules named args, logs ...
+_SPEC = importlib.util.spec_from_file_location("vllm_sim_flags_gen", FLAGS_DIR / "flags_gen.py")
+flags_gen = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(flags_gen)
 
 
 def _real_vllm():
