@@ -7,6 +7,7 @@ import os
 import pathlib
 import re
 import signal
+import socket
 import subprocess
 
 import psutil
@@ -404,3 +405,29 @@ def test_survivor_trap_released_by_vllm_patterns(tmp_path, root):
         assert all(g["free"] for g in res["gpus"]) and set(used_mib(root).values()) == {0}
     finally:
         ns.stop()
+
+
+def test_start_fails_like_vllm_when_a_gpu_is_taken(tmp_path, started, root, procs):
+    """Another process holds GPU 3: its rank refuses util x total (vllm/v1/worker/utils.py) and
+    the launch fails with vLLM's engine start-up error, exit 1, nothing left holding memory."""
+    procs.hold(root, [3], 40000)
+    server = VllmServer(tmp_path, root)
+    started.append(server)
+    assert poll(lambda: server.proc.poll() is not None, 30, 0.05, "vllm serve to exit") and server.proc.returncode == 1
+    log = server.log()
+    assert "Free memory on device cuda:3 (" in log and "is less than desired GPU memory utilization (0.9," in log
+    assert "RuntimeError: Engine core initialization failed. See root cause above." in log
+    poll(lambda: used_mib(root) == {i: (40000 if i == 3 else 0) for i in range(8)}, 10, 0.05, "only the holder left")
+
+
+def test_port_taken_fails_before_the_engine_starts(tmp_path, started):
+    """launcher.py setup_server binds the port before the engine: a taken port is an OSError at once."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        server = VllmServer(tmp_path, None, "--port", str(taken.getsockname()[1]), tp=2)
+        started.append(server)
+        assert poll(lambda: server.proc.poll() is not None, 20, 0.05, "vllm serve to exit") and server.proc.returncode == 1
+    log = server.log()
+    assert "OSError: [Errno 98] Address already in use" in log
+    assert "Initializing a V1 LLM engine" not in log and "VLLM::" not in log

@@ -192,6 +192,25 @@ def _normalise(args):
     return out
 
 
+SENSITIVE = ("api_key", "hf_token", "watermark_config")  # startup.py _SENSITIVE_ARG_FIELDS
+
+
+def non_default(ns):
+    """The serve flags given a value (startup.py log_non_default_args), --sim-* and derived fields aside."""
+    flags = build_parser()
+    out = {}
+    for action in flags._actions:  # pylint: disable=protected-access
+        dest = action.dest
+        if dest in ("help", "model_tag") or dest.startswith("sim_"):
+            continue
+        value = getattr(ns, dest, None)
+        if value is not None and value != action.default:
+            out[dest] = "***" if dest in SENSITIVE else value
+    if ns.model_tag:
+        out = {"model_tag": ns.model_tag, **out}
+    return out
+
+
 def parse(argv):
     """Namespace of a `vllm serve` command line; exits 2 (argparse) or 1 (a ValueError)."""
     top, parser = build_cli()

@@ -107,7 +107,7 @@ def run_worker(rank, conf, conn):
         capture_graphs(rank, conf)
         conn.send({"status": "ready"})
     except BaseException as exc:  # noqa: B902 - every failure reaches EngineCore
-        logs.error("multiproc_executor.py:1", "WorkerProc failed to start.\n%s", traceback.format_exc().rstrip())
+        logs.error("multiproc_executor.py:1057", "WorkerProc failed to start.\n%s", traceback.format_exc().rstrip())
         conn.send({"status": "error", "error": "%s: %s" % (type(exc).__name__, exc)})
         os._exit(1)
     procs.idle_until_released(conn, conf["survivors"])
@@ -133,7 +133,7 @@ def run_engine_core(conf, conn):
             wconf = dict(conf, engine_pid=os.getpid())
             for rank in range(conf["tp"]):
                 ours, theirs = ctx.Pipe()
-                proc = ctx.Process(target=run_worker, args=(rank, wconf, theirs), name=worker_name(rank, 2))
+                proc = ctx.Process(target=run_worker, args=(rank, wconf, theirs), name="VllmWorker-%d" % rank)
                 proc.start()
                 theirs.close()
                 workers.append((proc, ours))
@@ -154,7 +154,7 @@ def run_engine_core(conf, conn):
                   time.monotonic() - started)
         conn.send({"status": "ready", "kv_tokens": info["kv_tokens"]})
     except BaseException as exc:  # noqa: B902
-        logs.error("core.py:1", "EngineCore failed to start.\n%s", traceback.format_exc().rstrip())
+        logs.error("core.py:1584", "EngineCore failed to start.\n%s", traceback.format_exc().rstrip())
         for proc, _c in workers:
             proc.kill()
         try:
@@ -184,8 +184,10 @@ def _serve(conn, workers, survivors):
     sentinels = [p.sentinel for p, _c in workers]
     while True:
         ready = wait([conn] + sentinels)
-        if any(s in ready for s in sentinels):  # a worker died: the engine is dead
-            logs.error("multiproc_executor.py:1", "Worker proc died unexpectedly, shutting down executor.")
+        dead = [p for p, _c in workers if p.sentinel in ready]
+        if dead:  # a worker died: the engine is dead
+            logs.error("multiproc_executor.py:381", "Worker proc %s died unexpectedly (exit code: %s), "
+                       "shutting down executor.", dead[0].name, dead[0].exitcode)
             for proc, _c in workers:
                 proc.kill()
             os._exit(1)

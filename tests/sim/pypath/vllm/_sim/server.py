@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 from multiprocessing.connection import wait
 
 from sglang._sim import engine as tokens  # the SGLang simulator's batch loop, reused
@@ -48,7 +49,17 @@ def _config_text(args, target):
 def main(argv):
     args = argsmod.parse(argv)
     logs.setup("APIServer")  # vllm/entrypoints/launchers/api_server/entry.py run_server: decorate_logs
+    # vllm/entrypoints/launchers/launcher.py setup_server: version, non-default args, then the
+    # port is bound before the engine starts (listening only once uvicorn runs)
     logs.info("startup.py:38", "vLLM server version %s, serving model %s", __version__, args.model)
+    logs.info("startup.py:96", "non-default args: %s", argsmod.non_default(args))
+    server = http_api.Server((args.host or "", args.port), None)
+    try:
+        server.server_bind()
+    except OSError:
+        traceback.print_exc()  # create_server_socket: OSError: [Errno 98] Address already in use
+        sys.stderr.flush()
+        return 1
     target = models.load(args.model)
     draft = None
     if args.spec:
@@ -60,7 +71,7 @@ def main(argv):
             "survivors": args.sim_survivors, "config_text": _config_text(args, target),
             "phases": {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}}
     if not gpus.fake_root():
-        logs.info("server.py:1", "FAKE_NVML_ROOT is not set: no GPU memory is held")
+        logs.info("simulator", "FAKE_NVML_ROOT is not set: no GPU memory is held")  # the simulator's own
     ctx = mp.get_context("spawn")
     ours, theirs = ctx.Pipe()
     proc = ctx.Process(target=engine_core.run_engine_core, args=(conf, theirs), name="EngineCore")
@@ -71,11 +82,11 @@ def main(argv):
     except EOFError:
         msg = {"status": "error", "error": "EngineCore died during start-up"}
     if msg["status"] != "ready":
-        # vllm/v1/engine/utils.py wait_for_engine_startup
+        proc.join(5)
+        # vllm/v1/engine/utils.py:1474 wait_for_engine_startup
         sys.stderr.write("RuntimeError: Engine core initialization failed. See root cause above. "
                          "Failed core proc(s): {'EngineCore': %s}\n" % proc.exitcode)
         sys.stderr.flush()
-        proc.join(5)
         return 1
     k = App(args, target, None, proc).spec_tokens()
     model = perf.calibrate(args.sim_single_stream_tps, args.sim_peak_tps, args.sim_peak_concurrency,
@@ -83,19 +94,13 @@ def main(argv):
     eng = tokens.Engine(model, args.max_num_seqs, args.sim_accept_length, msg["kv_tokens"])
     eng.start()
     app = App(args, target, eng, proc)
-    return _serve(app, ours)
+    server.app = app
+    return _serve(app, server, ours)
 
 
-def _serve(app, conn):
+def _serve(app, server, conn):
     args = app.args
-    server = http_api.Server((args.host or "0.0.0.0", args.port), app)
-    try:
-        server.server_bind()
-        server.server_activate()
-    except OSError as exc:
-        logs.error("launcher.py:1", "[Errno %s] %s", exc.errno, exc.strerror)
-        conn.send("stop")
-        return 1
+    server.server_activate()
     logs.info("entry.py:135", "Supported tasks: %s", ["generate"])
     host = args.host or "0.0.0.0"
     logs.info("entry.py:139", "Starting vLLM server on %s", "http://%s:%d" % (host, args.port))
