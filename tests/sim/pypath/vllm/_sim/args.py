@@ -196,12 +196,12 @@ SENSITIVE = ("api_key", "hf_token", "watermark_config")  # startup.py _SENSITIVE
 
 
 def non_default(ns):
-    """The serve flags given a value (startup.py log_non_default_args), --sim-* and derived fields aside."""
+    """The serve flags given a value, read before parse() fills defaults in (startup.py log_non_default_args), --sim-* and derived fields aside."""
     flags = build_parser()
     out = {}
     for action in flags._actions:  # pylint: disable=protected-access
         dest = action.dest
-        if dest in ("help", "model_tag") or dest.startswith("sim_"):
+        if dest in ("help", "model_tag", "non_default") or dest.startswith("sim_"):
             continue
         value = getattr(ns, dest, None)
         if value is not None and value != action.default:
@@ -224,6 +224,7 @@ def parse(argv):
         sys.stderr.write("ValueError: %s\n" % exc)
         sys.exit(1)
     ns = top.parse_args(["serve"] + args)
+    ns.non_default = non_default(ns)  # before the defaults below are filled in
     ns.model = ns.model_tag or ns.model or "Qwen/Qwen3-0.6B"  # ModelConfig.model's default
     if ns.api_key is None and os.environ.get("VLLM_API_KEY"):
         ns.api_key = [os.environ["VLLM_API_KEY"]]  # FrontendArgs.api_key (cli_args.py): env VLLM_API_KEY

@@ -52,7 +52,7 @@ def main(argv):
     # vllm/entrypoints/launchers/launcher.py setup_server: version, non-default args, then the
     # port is bound before the engine starts (listening only once uvicorn runs)
     logs.info("startup.py:38", "vLLM server version %s, serving model %s", __version__, args.model)
-    logs.info("startup.py:96", "non-default args: %s", argsmod.non_default(args))
+    logs.info("startup.py:96", "non-default args: %s", args.non_default)
     server = http_api.Server((args.host or "", args.port), None)
     try:
         server.server_bind()
