@@ -1,0 +1,148 @@
+"""`vllm serve MODEL ...`: the flow of a real vLLM 0.33.0 launch, simulated.
+
+  parse args -> "vLLM server version" -> spawn EngineCore (which spawns one worker a TP rank)
+  -> engine initialised ("init engine ... took") -> "Starting vLLM server on" -> uvicorn's
+  "Application startup complete." (the engine is warm before uvicorn starts: ready then)
+  -> serve until SIGTERM -> stop EngineCore (and its workers) -> exit 0.
+A failed start-up: the engine's traceback in the log, exit 1.
+"""
+import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
+import traceback
+from multiprocessing.connection import wait
+
+from sglang._sim import engine as tokens  # the SGLang simulator's batch loop, reused
+from sglang._sim import gpus, models, perf
+
+from vllm import __version__
+from vllm._sim import args as argsmod
+from vllm._sim import engine_core, http_api, logs
+
+
+class App:
+    """What the HTTP layer reads."""
+
+    def __init__(self, args, target, engine, engine_proc):
+        self.args = args
+        self.target = target
+        self.engine = engine
+        self.engine_proc = engine_proc
+        self.engine_dead = threading.Event()
+        self.stopping = threading.Event()  # SIGTERM seen: EngineCore's exit is expected
+        self.created = None
+
+    def spec_tokens(self):
+        return int((self.args.spec or {}).get("num_speculative_tokens") or 0) if self.args.spec else 0
+
+
+def _config_text(args, target):
+    # the head of str(VllmConfig) (vllm/config/vllm.py __str__), as core.py:140 prints it
+    return ("model=%r, speculative_config=%s, tokenizer=%r, dtype=torch.bfloat16, max_seq_len=%d, "
+            "tensor_parallel_size=%d, served_model_name=%s"
+            % (args.model, args.spec, args.model, target.context_length, args.tp,
+               args.served_names[0]))
+
+
+def main(argv):
+    args = argsmod.parse(argv)
+    logs.setup("APIServer")  # vllm/entrypoints/launchers/api_server/entry.py run_server: decorate_logs
+    # vllm/entrypoints/launchers/launcher.py setup_server: version, non-default args, then the
+    # port is bound before the engine starts (listening only once uvicorn runs)
+    logs.info("startup.py:38", "vLLM server version %s, serving model %s", __version__, args.model)
+    logs.info("startup.py:96", "non-default args: %s", args.non_default)
+    server = http_api.Server((args.host or "", args.port), None)
+    try:
+        server.server_bind()
+    except OSError:
+        traceback.print_exc()  # create_server_socket: OSError: [Errno 98] Address already in use
+        sys.stderr.flush()
+        return 1
+    target = models.load(args.model)
+    draft = None
+    if args.spec:
+        draft = models.load(args.spec.get("model")) if args.spec.get("model") else None
+    weights = (target.total_bytes + (draft.total_bytes if draft else 0)) / (1 << 20)
+    conf = {"parent_pid": os.getpid(), "tp": args.tp, "gpu_ids": gpus.physical_ids(args.tp),
+            "gpu_util": args.gpu_util, "model": args.model, "weights_mib": weights,
+            "num_layers": target.num_layers, "max_model_len": args.max_model_len or target.context_length,
+            "survivors": args.sim_survivors, "config_text": _config_text(args, target),
+            "phases": {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}}
+    if not gpus.fake_root():
+        logs.info("simulator", "FAKE_NVML_ROOT is not set: no GPU memory is held")  # the simulator's own
+    ctx = mp.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=engine_core.run_engine_core, args=(conf, theirs), name="EngineCore")
+    proc.start()
+    theirs.close()
+    try:
+        msg = ours.recv()
+    except EOFError:
+        msg = {"status": "error", "error": "EngineCore died during start-up"}
+    if msg["status"] != "ready":
+        proc.join(5)
+        # vllm/v1/engine/utils.py:1474 wait_for_engine_startup
+        sys.stderr.write("RuntimeError: Engine core initialization failed. See root cause above. "
+                         "Failed core proc(s): {'EngineCore': %s}\n" % proc.exitcode)
+        sys.stderr.flush()
+        return 1
+    k = App(args, target, None, proc).spec_tokens()
+    model = perf.calibrate(args.sim_single_stream_tps, args.sim_peak_tps, args.sim_peak_concurrency,
+                           k, k + 1)  # a verify pass scores k drafts + the bonus token
+    eng = tokens.Engine(model, args.max_num_seqs, args.sim_accept_length, msg["kv_tokens"])
+    eng.start()
+    app = App(args, target, eng, proc)
+    server.app = app
+    return _serve(app, server, ours)
+
+
+def _serve(app, server, conn):
+    args = app.args
+    server.server_activate()
+    logs.info("entry.py:135", "Supported tasks: %s", ["generate"])
+    host = args.host or "0.0.0.0"
+    logs.info("entry.py:139", "Starting vLLM server on %s", "http://%s:%d" % (host, args.port))
+    logs.uvicorn("Started server process [%d]" % os.getpid())
+    logs.uvicorn("Waiting for application startup.")
+    logs.uvicorn("Application startup complete.")
+
+    def on_term(signum, frame):
+        app.stopping.set()
+        threading.Thread(target=_shutdown, args=(server, conn, app.engine_proc), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_term)
+    threading.Thread(target=_watch_engine, args=(app, server, conn), daemon=True).start()
+    server.serve_forever(poll_interval=0.2)
+    threading.Event().wait()  # _shutdown ends the process
+
+
+def _watch_engine(app, server, conn):
+    """/health turns 503 (health.py: EngineDeadError); then launcher.py's watchdog_loop, every
+    VLLM_WATCHDOG_TIME_S, ends the server unless VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1 (envs.py)."""
+    wait([app.engine_proc.sentinel])
+    app.engine_dead.set()
+    if app.stopping.is_set():
+        return
+    # vllm/v1/engine/exceptions.py EngineDeadError.ENGINE_DEAD_MESSAGE
+    logs.error("core_client.py:949", "EngineCore encountered an issue. See stack trace (above) for the root cause.")
+    if os.environ.get("VLLM_KEEP_ALIVE_ON_ENGINE_DEATH", "0") not in ("", "0"):
+        return
+    threading.Event().wait(app.args.sim_watchdog_seconds)
+    app.stopping.set()
+    _shutdown(server, conn, app.engine_proc)
+
+
+def _shutdown(server, conn, engine_proc):
+    logs.uvicorn("Shutting down")
+    server.shutdown()
+    server.server_close()
+    logs.uvicorn("Waiting for application shutdown.")
+    logs.uvicorn("Application shutdown complete.")
+    try:
+        conn.send("stop")
+    except OSError:
+        pass
+    engine_proc.join(10)  # EngineCore stops its workers first
+    os._exit(0)
