@@ -17,7 +17,7 @@ description:
   # BEGIN GENERATED engine-patterns (scripts/gen_docs.py)
   - 'V(sglang): C(sglang::), C(sglang\.launch_server), C(sglang\.bench), C(sglang\.data_parallel),
     C(sglang\.srt), C(sgl_diffusion::), C(sglang serve).'
-  - 'V(vllm): C(VLLM::), C(vllm\.entrypoints).'
+  - 'V(vllm): C(VLLM::), C(vllm\.entrypoints), C(vllm serve).'
   # END GENERATED engine-patterns
 author:
   - gpufleet.serving maintainers (@gpufleet)

@@ -62,7 +62,7 @@ options:
       # BEGIN GENERATED engine-patterns (scripts/gen_docs.py)
       - 'V(sglang): C(sglang::), C(sglang\.launch_server), C(sglang\.bench), C(sglang\.data_parallel),
         C(sglang\.srt), C(sgl_diffusion::), C(sglang serve).'
-      - 'V(vllm): C(VLLM::), C(vllm\.entrypoints).'
+      - 'V(vllm): C(VLLM::), C(vllm\.entrypoints), C(vllm serve).'
       # END GENERATED engine-patterns
       - A list, or one comma-separated string (k=v form, C(patterns=a,b)). A string whose split at a comma would
         cut a regex (C(sglang::scheduler_TP[0-9]{1,2})) is refused; give such a pattern as a YAML or JSON list.
@@ -78,7 +78,7 @@ options:
       # BEGIN GENERATED engine-patterns (scripts/gen_docs.py)
       - 'V(sglang): C(sglang::), C(sglang\.launch_server), C(sglang\.bench), C(sglang\.data_parallel),
         C(sglang\.srt), C(sgl_diffusion::), C(sglang serve).'
-      - 'V(vllm): C(VLLM::), C(vllm\.entrypoints).'
+      - 'V(vllm): C(VLLM::), C(vllm\.entrypoints), C(vllm serve).'
       # END GENERATED engine-patterns
       - A list, or one comma-separated string (C(engine=sglang,vllm)).
     type: list

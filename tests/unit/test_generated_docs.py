@@ -151,7 +151,7 @@ def test_the_lookup_returns_the_engine_constant():
     ("sglang", ["python3 -m sglang.launch_server --tp 8", "sglang::scheduler_TP0", "sglang::detokenizer",
                 "/venv/bin/python3 /venv/bin/sglang serve --model-path /m"], "VLLM::EngineCore"),
     ("vllm", ["/usr/bin/python3 -m vllm.entrypoints.openai.api_server --model /m", "VLLM::EngineCore",
-              "VLLM::Worker_TP3"], "sglang::scheduler_TP0"),
+              "VLLM::Worker_TP3", "/venv/bin/python3 /venv/bin/vllm serve /m -tp 8"], "sglang::scheduler_TP0"),
 ])
 def test_each_engine_kill_set_passes_the_breadth_checks_and_matches_its_own(engine, titles, other):
     regexes = _patterns.compile_patterns(_patterns.ENGINE_PATTERNS[engine])

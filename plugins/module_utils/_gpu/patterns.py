@@ -24,8 +24,10 @@ ENGINE_PATTERNS = {
                r"sglang\.data_parallel", r"sglang\.srt", r"sgl_diffusion::", r"sglang serve"],
     # vLLM 0.33.0: engine cores and workers retitle themselves VLLM::EngineCore,
     # VLLM::Worker_TP<r> and can outlive a killed API server (vllm issues 55510, 34643);
-    # the entry points run as python -m vllm.entrypoints.* (the set reset.yml always used).
-    "vllm": [r"VLLM::", r"vllm\.entrypoints"],
+    # the entry points run as python -m vllm.entrypoints.* (the set reset.yml always used),
+    # and the API server started by the console script keeps `.../bin/vllm serve MODEL` as
+    # its command line (one API server gets no title: vllm/entrypoints/cli/serve.py).
+    "vllm": [r"VLLM::", r"vllm\.entrypoints", r"vllm serve"],
 }
 SGLANG_PATTERNS = ENGINE_PATTERNS["sglang"]
 # The name that stands for every engine of ENGINE_PATTERNS (gpu_release's engine: any).
