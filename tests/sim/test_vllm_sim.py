@@ -171,7 +171,7 @@ class VllmServer:
         self.log_path = str(tmp_path / ("vllm-%d.log" % self.port))
         head = [VLLM_PYTHON, "-m", "vllm.entrypoints.cli.main"] if module else [VLLM_CLI]
         self.cmd = head + ["serve", KIMI, "--tensor-parallel-size", str(tp), "--host", "127.0.0.1",
-                    "--port", str(self.port)] + FAST + list(args)
+                           "--port", str(self.port)] + FAST + list(args)
         full = dict(os.environ)
         full.pop("FAKE_NVML_ROOT", None)
         if root:

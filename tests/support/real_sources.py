@@ -66,5 +66,3 @@ def vllm_sources():
     if version != TESTED["vllm"]:
         pytest.skip("vllm sources at %s are version %s, not %s" % (root, version, TESTED["vllm"]))
     return root
-
-

@@ -324,6 +324,10 @@ def test_vllm_kill_patterns_match_the_real_titles():
         assert _patterns.matches_any(regexes, "VLLM::" + name)
 
 
+def _not_found(name):
+    raise importlib.metadata.PackageNotFoundError(name)
+
+
 def test_vllm_sources_found_in_build_and_the_variable_overrides(monkeypatch, tmp_path):
     """build/vllm-real (make setup-vllm) is used when present; GPUFLEET_REAL_VLLM wins over it."""
     build = tmp_path / "repo" / "build" / "vllm-real"
@@ -332,8 +336,7 @@ def test_vllm_sources_found_in_build_and_the_variable_overrides(monkeypatch, tmp
     other = tmp_path / "other"
     (other / "vllm").mkdir(parents=True)
     (other / "vllm" / "_version.py").write_text("__version__ = version = '0.34.0'\n")
-    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: (_ for _ in ()).throw(
-        importlib.metadata.PackageNotFoundError(name)))
+    monkeypatch.setattr(importlib.metadata, "distribution", _not_found)
     monkeypatch.setattr(real_sources, "REPO", tmp_path / "repo")
     monkeypatch.delenv("GPUFLEET_REAL_VLLM", raising=False)
     assert package_dir("vllm") == (build / "vllm", "0.33.0")

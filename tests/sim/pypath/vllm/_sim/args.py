@@ -25,8 +25,8 @@ SIM_VALUES = {
     "load_seconds": (float, 0.5, "weight loading"),
     "kv_seconds": (float, 0.2, "memory profiling and KV cache allocation"),
     "graph_seconds": (float, 0.4, "CUDA graph capture"),
-    "watchdog_seconds": (float, 5.0, "how long after the engine died the API server exits "
-                                      "(real: VLLM_WATCHDOG_TIME_S = 5.0, entrypoints/launchers/launcher.py)"),
+    # real: VLLM_WATCHDOG_TIME_S = 5.0, entrypoints/launchers/launcher.py
+    "watchdog_seconds": (float, 5.0, "how long after the engine died the API server exits"),
     "accept_length": (float, 2.6, "EAGLE-3 mean accepted tokens per verify step (1 + accepted/drafts)"),
     "seed": (int, 0, "seed for EOS and acceptance draws"),
     "eos_prob": (float, 0.004, "chance of an EOS per token without ignore_eos"),

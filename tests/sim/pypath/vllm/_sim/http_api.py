@@ -75,7 +75,7 @@ class Handler(BaseHTTPRequestHandler):
         keys = self.server.app.args.api_keys
         if not keys or not path.startswith(GUARDED_PREFIX):
             return True
-        scheme, _, param = (self.headers.get("Authorization") or "").partition(" ")
+        scheme, unused, param = (self.headers.get("Authorization") or "").partition(" ")
         if scheme.lower() == "bearer" and param in keys:
             return True
         self.close_connection = True
