@@ -78,14 +78,16 @@ def _flag(name: str, value: Any) -> list[str]:
     return [] if value is None else [name, str(value)]
 
 
-def server_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
-    argv = [entry, "serve",
-            "--model-path", p["model_path"],
-            "--tp-size", str(p["tp_size"]),
-            "--host", p["host"],
-            "--port", str(p["port"])]
+def _common_flags(p: dict[str, Any], tp_flag: str) -> list[str]:
+    """The tensor-parallel size, listen address and served name, spelled alike by both engines but TP."""
+    argv = [tp_flag, str(p["tp_size"]), "--host", p["host"], "--port", str(p["port"])]
     if p.get("served_model_name"):
         argv += ["--served-model-name", p["served_model_name"]]
+    return argv
+
+
+def server_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
+    argv = [entry, "serve", "--model-path", p["model_path"]] + _common_flags(p, "--tp-size")
     argv += _flag("--mem-fraction-static", p.get("mem_fraction_static"))
     argv += _flag("--cuda-graph-max-bs-decode", p.get("cuda_graph_max_bs"))
     argv += _flag("--max-running-requests", p.get("max_running_requests"))
@@ -103,12 +105,7 @@ def vllm_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
     are flag names, `api-key: KEY` becomes `--api-key KEY`), never on the command line; vLLM
     masks api_key in the arguments it logs (vllm/entrypoints/common/startup.py
     _SENSITIVE_ARG_FIELDS), so no log redactor runs in front of it."""
-    argv = [entry, "serve", p["model_path"],
-            "--tensor-parallel-size", str(p["tp_size"]),
-            "--host", p["host"],
-            "--port", str(p["port"])]
-    if p.get("served_model_name"):
-        argv += ["--served-model-name", p["served_model_name"]]
+    argv = [entry, "serve", p["model_path"]] + _common_flags(p, "--tensor-parallel-size")
     argv += _flag("--gpu-memory-utilization", p.get("gpu_memory_utilization"))
     argv += _flag("--max-num-seqs", p.get("max_num_seqs"))
     if p.get("speculative_config"):
