@@ -8,10 +8,10 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: server_plan
-short_description: Compose an SGLang launch, read what runs, and decide keep, relaunch or stop
+short_description: Compose an SGLang or vLLM launch, read what runs, and decide keep, relaunch or stop
 version_added: 0.1.0
 description:
-  - The first step of P(gpufleet.serving.sglang_server#role), in one call - it composes the C(sglang serve)
+  - The first step of P(gpufleet.serving.sglang_server#role) (and of P(gpufleet.serving.vllm_server#role) with O(engine=vllm)), in one call - it composes the C(sglang serve)
     command line and what the supervisor starts, the environment, the paths and the configuration
     fingerprint; reads what runs now (the state file of M(gpufleet.serving.server_process) or the systemd
     unit with its recorded fingerprint); asks a running server with the same fingerprint for C(/health);
@@ -89,8 +89,8 @@ options:
     type: raw
   speculative_config:
     description:
-      - vLLM's C(--speculative-config), written as JSON with sorted keys, for example
-        C({"method": "eagle3", "model": PATH, "num_speculative_tokens": 3}); empty leaves it out.
+      - vLLM's C(--speculative-config), written as JSON with sorted keys; for EAGLE-3 the keys C(method)
+        (V(eagle3)), C(model) (the drafter) and C(num_speculative_tokens). Empty leaves it out.
         Only for O(engine=vllm).
     type: dict
     default: {}
