@@ -11,7 +11,8 @@ module: server_plan
 short_description: Compose an SGLang or vLLM launch, read what runs, and decide keep, relaunch or stop
 version_added: 0.1.0
 description:
-  - The first step of P(gpufleet.serving.sglang_server#role) (and of P(gpufleet.serving.vllm_server#role) with O(engine=vllm)), in one call - it composes the C(sglang serve)
+  - The first step of P(gpufleet.serving.sglang_server#role) (and of P(gpufleet.serving.vllm_server#role)
+    with O(engine=vllm)), in one call - it composes the C(sglang serve)
     command line and what the supervisor starts, the environment, the paths and the configuration
     fingerprint; reads what runs now (the state file of M(gpufleet.serving.server_process) or the systemd
     unit with its recorded fingerprint); asks a running server with the same fingerprint for C(/health);

@@ -16,6 +16,7 @@ from tests.support.paths import REPO
 pytestmark = needs_fleet
 
 VLLM_CLI = os.path.join(REPO, "tests", "sim", "bin", "vllm")
+KEY = "sekrit-vllm-key"
 FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.1", "--sim-kv-seconds", "0.05",
         "--sim-graph-seconds", "0.1"]
 
@@ -61,8 +62,13 @@ def _gpus(fleet):
 
 def test_start_keep_stop(request, tmp_path):
     fleet = start_fleet(request, tmp_path, 1, 2471)
-    unused, first = _run(fleet, tmp_path, "start", vllm_server_extra_args=FAST)
+    unused, first = _run(fleet, tmp_path, "start", vllm_server_extra_args=FAST, vllm_server_api_key=KEY)
     result = first["result"]
+    cmdline = fleet.ssh(1, "tr '\\0' ' ' < /proc/%d/cmdline" % result["pid"]).stdout
+    assert "serve" in cmdline and "--config" in cmdline and KEY not in cmdline, cmdline
+    assert KEY not in fleet.ssh(1, "cat %s" % result["log_path"]).stdout
+    secret = cmdline.split("--config ", 1)[1].split()[0]
+    assert fleet.ssh(1, "stat -c %%a %s" % secret).stdout.strip() == "600"
     assert result["relaunched"] is True and result["pid"] > 0, result
     assert result["base_url"] == "http://%s:%d" % (fleet.address(1), fleet.server_port)
     assert result["vllm_version"] == "0.33.0" and result["speculative"] is False
@@ -70,12 +76,13 @@ def test_start_keep_stop(request, tmp_path):
     titles = [h["cmdline"] for g in _gpus(fleet) for h in g["holders"]]
     assert any(t.startswith("VLLM::Worker_TP") for t in titles), titles
 
-    unused, second = _run(fleet, tmp_path, "keep", vllm_server_extra_args=FAST)
+    unused, second = _run(fleet, tmp_path, "keep", vllm_server_extra_args=FAST, vllm_server_api_key=KEY)
     assert second["result"]["relaunched"] is False and second["result"]["pid"] == result["pid"]
     assert second["teardown"] is None  # no teardown ran
 
     unused, stopped = _run(fleet, tmp_path, "stop", vllm_server_state="stopped")
     assert stopped["teardown"]["stopped"] is True, stopped
+    assert fleet.ssh(1, "test -e %s" % secret, check=False).returncode == 1  # the key file is gone
     gpus = _gpus(fleet)
     assert len(gpus) == 8 and all(g["used_mib"] == 0 and not g["holders"] for g in gpus), gpus
 
