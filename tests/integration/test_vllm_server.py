@@ -43,7 +43,7 @@ PLAYBOOK = """\
 """
 
 
-def _run(fleet, tmp_path, name, **extra):
+def _run(fleet, tmp_path, name, expect_rc=0, **extra):
     playbook = tmp_path / "vllm.yml"
     playbook.write_text(PLAYBOOK)
     facts = tmp_path / ("%s.json" % name)
@@ -52,8 +52,8 @@ def _run(fleet, tmp_path, name, **extra):
                   "vllm_server_ready_timeout": 120}
     extra_vars.update(extra)
     run = fleet.playbook(str(playbook), extra_vars)
-    assert run.returncode == 0, run.output[-6000:]
-    return run, json.loads(facts.read_text())
+    assert run.returncode == expect_rc, run.output[-6000:]
+    return run, json.loads(facts.read_text()) if expect_rc == 0 else None
 
 
 def _gpus(fleet):
@@ -62,6 +62,8 @@ def _gpus(fleet):
 
 def test_start_keep_stop(request, tmp_path):
     fleet = start_fleet(request, tmp_path, 1, 2471)
+    refused, unused = _run(fleet, tmp_path, "systemd", expect_rc=2, vllm_server_supervisor="systemd")
+    assert "systemd supervisor: not yet for vllm_server" in refused.output, refused.output[-3000:]
     unused, first = _run(fleet, tmp_path, "start", vllm_server_extra_args=FAST, vllm_server_api_key=KEY)
     result = first["result"]
     cmdline = fleet.ssh(1, "tr '\\0' ' ' < /proc/%d/cmdline" % result["pid"]).stdout
