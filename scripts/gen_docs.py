@@ -32,7 +32,7 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MARKER = re.compile(r"^(?P<indent>\s*)(?P<open>#|<!--) BEGIN GENERATED (?P<name>[\w-]+)\b.*$")
-ROLES = ("sglang_server", "eagle_drafter")
+ROLES = ("sglang_server", "eagle_drafter", "vllm_server")
 
 
 def _constant(relpath, name):

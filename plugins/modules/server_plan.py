@@ -8,10 +8,11 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: server_plan
-short_description: Compose an SGLang launch, read what runs, and decide keep, relaunch or stop
+short_description: Compose an SGLang or vLLM launch, read what runs, and decide keep, relaunch or stop
 version_added: 0.1.0
 description:
-  - The first step of P(gpufleet.serving.sglang_server#role), in one call - it composes the C(sglang serve)
+  - The first step of P(gpufleet.serving.sglang_server#role) (and of P(gpufleet.serving.vllm_server#role)
+    with O(engine=vllm)), in one call - it composes the C(sglang serve)
     command line and what the supervisor starts, the environment, the paths and the configuration
     fingerprint; reads what runs now (the state file of M(gpufleet.serving.server_process) or the systemd
     unit with its recorded fingerprint); asks a running server with the same fingerprint for C(/health);
@@ -32,6 +33,17 @@ extends_documentation_fragment:
   - gpufleet.serving.attributes
   - gpufleet.serving.attributes.INFO_MODULE
 options:
+  engine:
+    description:
+      - The engine whose launch is composed. V(sglang) (P(gpufleet.serving.sglang_server#role)) composes
+        C(sglang serve --model-path ...); V(vllm) (P(gpufleet.serving.vllm_server#role)) composes
+        C(vllm serve MODEL --tensor-parallel-size ...) from O(model_path), O(tp_size), O(host), O(port),
+        O(served_model_name), O(gpu_memory_utilization), O(max_num_seqs), O(speculative_config), O(api_key)
+        and O(extra_args); the SGLang-only options are ignored and no log redactor runs (vLLM masks the key in
+        the arguments it logs).
+    type: str
+    choices: [sglang, vllm]
+    default: sglang
   state:
     description: What the role is asked to do. V(restarted) always relaunches.
     type: str
@@ -70,6 +82,19 @@ options:
     description: Add C(--enable-metrics).
     type: bool
     default: true
+  gpu_memory_utilization:
+    description: vLLM's C(--gpu-memory-utilization), written as given; null leaves it out. Only for O(engine=vllm).
+    type: raw
+  max_num_seqs:
+    description: vLLM's C(--max-num-seqs), written as given; null leaves it out. Only for O(engine=vllm).
+    type: raw
+  speculative_config:
+    description:
+      - vLLM's C(--speculative-config), written as JSON with sorted keys; for EAGLE-3 the keys C(method)
+        (V(eagle3)), C(model) (the drafter) and C(num_speculative_tokens). Empty leaves it out.
+        Only for O(engine=vllm).
+    type: dict
+    default: {}
   api_key:
     description:
       - The server's API key. Adds C(--config SECRET_FILE) to the command line (the role writes the key there)
@@ -256,8 +281,13 @@ health_status:
   returned: always
   type: int
   sample: 200
+engine_version:
+  description: The host's version of the O(engine) (sglang or vllm), V(unknown) when it could not be read; null unless relaunching.
+  returned: always
+  type: str
+  sample: 0.33.0
 sglang_version:
-  description: The host's sglang version, V(unknown) when it could not be read; null unless relaunching.
+  description: The host's sglang version (RV(engine_version) when O(engine=sglang), else null), V(unknown) when it could not be read; null unless relaunching.
   returned: always
   type: str
   sample: 0.5.23
@@ -291,6 +321,7 @@ def _service_mgr(module):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            engine=dict(type="str", choices=["sglang", "vllm"], default="sglang"),
             state=dict(type="str", choices=["started", "stopped", "restarted"], default="started"),
             model_path=dict(type="str", default=""),
             served_model_name=dict(type="str", default=""),
@@ -301,6 +332,9 @@ def main():
             cuda_graph_max_bs=dict(type="raw"),
             max_running_requests=dict(type="raw"),
             enable_metrics=dict(type="bool", default=True),
+            gpu_memory_utilization=dict(type="raw"),
+            max_num_seqs=dict(type="raw"),
+            speculative_config=dict(type="dict", default={}),
             api_key=dict(type="str", default="", no_log=True),
             speculative_args=dict(type="list", elements="str", default=[]),
             extra_args=dict(type="list", elements="str", default=[]),

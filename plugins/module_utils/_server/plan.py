@@ -36,16 +36,19 @@ except m.PackageNotFoundError:
     import sglang
     print(sglang.__version__)"""
 
+ENGINES = ("sglang", "vllm")
+
 HEALTH_TIMEOUT = 10.0
 
 
-def entry_point(python: str, requested: str = "") -> str:
-    """`sglang` beside the interpreter (its console script: `sglang serve`, the entry point sglang
+def entry_point(python: str, requested: str = "", engine: str = "sglang") -> str:
+    """`sglang` (or `vllm`: its console script runs `vllm serve`) beside the interpreter (its console script: `sglang serve`, the entry point sglang
     0.5.23 recommends; sglang/launch_server.py warns that `python -m sglang.launch_server` is only
     still supported), or `sglang` on PATH for a bare interpreter name."""
     if requested:
         return requested
-    return os.path.dirname(python) + "/sglang" if "/" in python else "sglang"
+    name = "vllm" if engine == "vllm" else "sglang"
+    return os.path.dirname(python) + "/" + name if "/" in python else name
 
 
 def choose_supervisor(requested: str, service_mgr: str | None) -> str:
@@ -75,14 +78,16 @@ def _flag(name: str, value: Any) -> list[str]:
     return [] if value is None else [name, str(value)]
 
 
-def server_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
-    argv = [entry, "serve",
-            "--model-path", p["model_path"],
-            "--tp-size", str(p["tp_size"]),
-            "--host", p["host"],
-            "--port", str(p["port"])]
+def _common_flags(p: dict[str, Any], tp_flag: str) -> list[str]:
+    """The tensor-parallel size, listen address and served name, spelled alike by both engines but TP."""
+    argv = [tp_flag, str(p["tp_size"]), "--host", p["host"], "--port", str(p["port"])]
     if p.get("served_model_name"):
         argv += ["--served-model-name", p["served_model_name"]]
+    return argv
+
+
+def server_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
+    argv = [entry, "serve", "--model-path", p["model_path"]] + _common_flags(p, "--tp-size")
     argv += _flag("--mem-fraction-static", p.get("mem_fraction_static"))
     argv += _flag("--cuda-graph-max-bs-decode", p.get("cuda_graph_max_bs"))
     argv += _flag("--max-running-requests", p.get("max_running_requests"))
@@ -91,6 +96,23 @@ def server_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
     if p.get("api_key"):
         argv += ["--config", secret_config]
     return argv + [str(a) for a in p.get("speculative_args") or []] + [str(a) for a in p.get("extra_args") or []]
+
+
+def vllm_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
+    """`vllm serve MODEL ...` (vLLM 0.33.0, vllm/entrypoints/cli/serve.py: the model is positional).
+
+    The API key goes into the --config YAML (vllm/utils/argparse_utils.py load_config_file: keys
+    are flag names, `api-key: KEY` becomes `--api-key KEY`), never on the command line; vLLM
+    masks api_key in the arguments it logs (vllm/entrypoints/common/startup.py
+    _SENSITIVE_ARG_FIELDS), so no log redactor runs in front of it."""
+    argv = [entry, "serve", p["model_path"]] + _common_flags(p, "--tensor-parallel-size")
+    argv += _flag("--gpu-memory-utilization", p.get("gpu_memory_utilization"))
+    argv += _flag("--max-num-seqs", p.get("max_num_seqs"))
+    if p.get("speculative_config"):
+        argv += ["--speculative-config", json.dumps(p["speculative_config"], sort_keys=True)]
+    if p.get("api_key"):
+        argv += ["--config", secret_config]
+    return argv + [str(a) for a in p.get("extra_args") or []]
 
 
 def server_env(env: dict[str, Any] | None, gpus: list[Any] | None) -> dict[str, Any]:
@@ -118,10 +140,15 @@ def base_url(host: str, port: Any) -> str:
 def compose(p: dict[str, Any]) -> dict[str, Any]:
     """Everything the launch needs, from the role's variables; no I/O."""
     supervisor = choose_supervisor(p.get("supervisor") or "", p.get("service_mgr"))
-    entry = entry_point(p["python"], p.get("entry_point") or "")
+    engine = p.get("engine") or "sglang"
+    entry = entry_point(p["python"], p.get("entry_point") or "", engine)
     where = paths(p["instance"], p["log_dir"], p["state_dir"])
-    argv = server_argv(p, entry, where["secret_config"])
-    launch = ([p["python"], where["redactor"], where["secret_config"], "--"] if p.get("api_key") else []) + argv
+    if engine == "vllm":
+        argv = vllm_argv(p, entry, where["secret_config"])
+        launch = list(argv)
+    else:
+        argv = server_argv(p, entry, where["secret_config"])
+        launch = ([p["python"], where["redactor"], where["secret_config"], "--"] if p.get("api_key") else []) + argv
     env = server_env(p.get("env"), p.get("gpus"))
     return {"supervisor": supervisor, "entry_point": entry, "argv": argv, "launch_argv": launch,
             "env": env, "paths": where, "url": base_url(p["host"], p["port"]),
@@ -164,10 +191,11 @@ def decide(state: str, running: bool, recorded: str, wanted: str, health_status:
     return "relaunch"
 
 
-def installed_version(python: str, run: Runner) -> tuple[str, str | None]:
+def installed_version(python: str, run: Runner, engine: str = "sglang") -> tuple[str, str | None]:
     """(version or 'unknown', the last line of what went wrong or None)."""
+    probe = VERSION_PROBE.replace("sglang", engine) if engine in ENGINES else VERSION_PROBE
     try:
-        rc, out, err = run([python, "-c", VERSION_PROBE])
+        rc, out, err = run([python, "-c", probe])
     except OSError as exc:
         return "unknown", str(exc)
     if rc == 0 and out.strip():
@@ -206,9 +234,13 @@ def plan(p: dict[str, Any], run: Runner, systemctl: str | None = None,
     decision = decide(p["state"], now["running"], now["fingerprint"], out["fingerprint"], status)
     out.update(running=now["running"], pid=now["pid"] or None, recorded_fingerprint=now["fingerprint"],
                health_status=status, decision=decision, keep=decision == "keep",
-               entry_point_exists=None, sglang_version=None, version_error=None, dirs_ready=None)
+               entry_point_exists=None, sglang_version=None, engine_version=None, version_error=None,
+               dirs_ready=None)
     if decision == "relaunch":
         out["dirs_ready"] = dirs_ready(p)
         out["entry_point_exists"] = os.path.exists(out["entry_point"]) if "/" in out["entry_point"] else True
-        out["sglang_version"], out["version_error"] = installed_version(p["python"], run)
+        engine = p.get("engine") or "sglang"
+        out["engine_version"], out["version_error"] = installed_version(p["python"], run, engine)
+        if engine == "sglang":
+            out["sglang_version"] = out["engine_version"]
     return out

@@ -210,3 +210,63 @@ def test_dirs_ready_only_with_the_role_modes(tmp_path):
     os.chmod(tmp_path / "state", 0o700)
     assert pl.dirs_ready(p)
     assert pl.plan(p, lambda argv: (0, "0.5.23", ""))["dirs_ready"] is True
+
+
+# vLLM (engine=vllm): `vllm serve MODEL ...`, the key in the --config YAML, no redactor.
+VLLM = {"engine": "vllm", "python": "/opt/vllm/bin/python3", "instance": "vllm-8000", "port": 8000}
+
+
+def test_vllm_default_argv_model_positional_and_entry_beside_python():
+    composed = pl.compose(params(**VLLM))
+    assert composed["argv"] == ["/opt/vllm/bin/vllm", "serve", "/models/kimi", "--tensor-parallel-size", "8",
+                                "--host", "127.0.0.1", "--port", "8000"]
+    assert composed["launch_argv"] == composed["argv"]
+    assert composed["url"] == "http://127.0.0.1:8000"
+    assert pl.entry_point("python3", "", "vllm") == "vllm"
+
+
+def test_vllm_every_flag_in_order_and_sglang_options_ignored():
+    spec = {"method": "eagle3", "model": "/models/eagle3", "num_speculative_tokens": 3}
+    composed = pl.compose(params(served_model_name="kimi", gpu_memory_utilization=0.85, max_num_seqs=64,
+                                 speculative_config=spec, extra_args=["--trust-remote-code"],
+                                 mem_fraction_static=0.5, cuda_graph_max_bs=8, max_running_requests=9,
+                                 speculative_args=["--speculative-algorithm", "EAGLE3"], **VLLM))
+    assert composed["argv"][9:] == [
+        "--served-model-name", "kimi", "--gpu-memory-utilization", "0.85", "--max-num-seqs", "64",
+        "--speculative-config", '{"method": "eagle3", "model": "/models/eagle3", "num_speculative_tokens": 3}',
+        "--trust-remote-code"]
+
+
+def test_vllm_key_only_in_the_config_file_and_its_digest():
+    composed = pl.compose(params(api_key="sekrit", **VLLM))
+    secret = composed["paths"]["secret_config"]
+    assert composed["argv"][-2:] == ["--config", secret]
+    assert composed["launch_argv"] == composed["argv"]  # vLLM masks the key itself: no redactor
+    assert "sekrit" not in json.dumps(composed)
+    assert composed["fingerprint"] != pl.compose(params(api_key="other", **VLLM))["fingerprint"]
+
+
+def test_vllm_fingerprint_changes_with_what_the_sglang_one_does():
+    base = pl.compose(params(**VLLM))["fingerprint"]
+    assert base == pl.compose(params(**VLLM))["fingerprint"]
+    for change in ({"gpus": [0]}, {"env": {"A": "1"}}, {"supervisor": "systemd"}, {"max_num_seqs": 8},
+                   {"speculative_config": {"method": "eagle3"}}):
+        assert pl.compose(params(**dict(VLLM, **change)))["fingerprint"] != base, change
+    assert base != pl.compose(params(port=8000, instance="vllm-8000"))["fingerprint"]  # sglang, same port
+
+
+def test_vllm_plan_reads_the_vllm_version(tmp_path):
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 0, "0.33.0\n", ""
+
+    out = pl.plan(params(state_dir=str(tmp_path), **VLLM), run, check_health=lambda url: pytest.fail("no health"))
+    assert (out["decision"], out["engine_version"], out["sglang_version"]) == ("relaunch", "0.33.0", None)
+    assert 'm.version("vllm")' in calls[0][2] and "import vllm" in calls[0][2] and "sglang" not in calls[0][2]
+
+
+def test_sglang_plan_fills_both_version_fields(tmp_path):
+    out = pl.plan(params(state_dir=str(tmp_path)), lambda argv: (0, "0.5.23\n", ""))
+    assert out["engine_version"] == out["sglang_version"] == "0.5.23"
