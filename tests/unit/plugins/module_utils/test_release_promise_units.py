@@ -75,11 +75,13 @@ def test_exited_leader_counts_as_alive_named_and_signalled(leader_exited):
     pid = leader_exited.pid
     assert _threads.leader_exited(pid) and len(_threads.live_tasks(pid)) == 1
     assert _threads.group_cmdline(pid).endswith("gf-probe-arg")
-    assert _threads.group_state(pid) == "sleeping (main thread exited, 1 thread live)"
+    # The live thread sleeps in a loop; on a loaded machine it may be caught running.
+    live = re.compile(r"(sleeping|running) \(main thread exited, 1 thread live\)")
+    assert live.fullmatch(_threads.group_state(pid)), _threads.group_state(pid)
     info = ProcInfo(pid, 1, psutil.Process(pid).create_time(), "root", [], "python", "zombie")
     target = sig.Target(info, "descendant")
     assert target.gone is False  # before: a zombie leader counted as gone, never signalled
-    assert target.state() == "sleeping (main thread exited, 1 thread live)"
+    assert live.fullmatch(target.state()), target.state()
     assert sig.release([target], term_timeout=5, deadline=time.monotonic() + 10) == []
     assert target.signals == ["SIGTERM"]
     assert target.result()["cmdline"].endswith("gf-probe-arg")
