@@ -17,7 +17,7 @@ from simlib.fleet_host import Host, write_json
 
 INIT_TIMEOUT = 10.0     # unshare forks its child within milliseconds
 SSHD_TIMEOUT = 30.0     # sshd answers within a second; this is a 2-core worst case
-DOWN_TIMEOUT = 15.0
+DOWN_TIMEOUT = 30.0     # a SIGKILLed namespace empties in well under a second; 2-core CI under load
 
 
 class FleetError(Exception):
@@ -162,6 +162,24 @@ def status(fleet_dir):
 
 # ---- down -------------------------------------------------------------------
 
+def _leftovers(waits):
+    """What still runs, for the error: host, PID, state and command line of each."""
+    out = []
+    for host, state, ns in waits:
+        pids = list(fleet_proc.pids_in_ns(ns)) if ns else []
+        pids += [state[k + "_pid"] for k in ("init", "unshare")
+                 if state.get(k + "_pid") and fleet_proc.is_alive(state[k + "_pid"], state.get(k + "_start"))]
+        for pid in pids[:10]:
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+                st = fleet_proc._stat_fields(pid)[0].decode()  # pylint: disable=protected-access
+            except (OSError, ValueError):
+                continue
+            out.append("%s pid %d (%s) %s" % (host.name, pid, st, cmd[:120]))
+    return "; ".join(out) or "none found on a second look"
+
+
 def down(fleet_dir, say=print):
     fleet = Fleet(fleet_dir)
     hosts = fleet.hosts()
@@ -191,8 +209,8 @@ def down(fleet_dir, say=print):
         return True
 
     if not fleet_proc.wait_until(all_gone, DOWN_TIMEOUT):
-        raise FleetError("processes of the fleet in %s still run after %ds; files kept"
-                         % (fleet.dir, DOWN_TIMEOUT))
+        raise FleetError("processes of the fleet in %s still run after %ds; files kept: %s"
+                         % (fleet.dir, DOWN_TIMEOUT, _leftovers(waits)))
     _refuse_if_mounted(fleet.dir)
     if os.path.isdir(os.path.join(fleet.dir, "hosts")):
         shutil.rmtree(os.path.join(fleet.dir, "hosts"))
