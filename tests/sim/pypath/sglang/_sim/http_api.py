@@ -5,20 +5,14 @@ as uvicorn/FastAPI send them. One handler thread a connection; tokens come from 
 """
 import json
 import queue
-import socket
 import time
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
-from sglang._sim import api, logs, metrics
+from sglang._sim import api, http_base, logs, metrics
 
 HEALTH_TIMEOUT_S = 20.0  # HEALTH_CHECK_TIMEOUT: health_generate waits this long for one token
 # Always open, key or not (sglang/srt/utils/auth.py decide_request_auth).
 OPEN_PREFIXES = ("/health", "/ready", "/metrics")
-
-
-def _dumps(obj):
-    return json.dumps(obj, separators=(",", ":")).encode()
 
 
 class Server(ThreadingHTTPServer):
@@ -31,34 +25,10 @@ class Server(ThreadingHTTPServer):
         super().__init__(address, Handler, bind_and_activate=False)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "uvicorn"
-    sys_version = ""
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
+class Handler(http_base.UvicornHandler):
     # --- plumbing -------------------------------------------------------------------
-    def log_message(self, fmt, *args):
-        pass  # access lines are written by _access()
-
-    def _access(self, code):
-        status = HTTPStatus(code)
-        logs.uvicorn('%s:%d - "%s %s HTTP/1.1" %d %s' % (
-            self.client_address[0], self.client_address[1], self.command, self.path, code, status.phrase))
-
-    def _send(self, code, body=b"", ctype="application/json"):
-        self.send_response_only(code)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self._access(code)
-
-    def _json(self, code, obj):
-        self._send(code, _dumps(obj))
+    def access_log(self, line):
+        logs.uvicorn(line)
 
     def _body(self):
         n = int(self.headers.get("content-length") or 0)
@@ -175,16 +145,6 @@ class Handler(BaseHTTPRequestHandler):
     def _chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
-    def _token_events(self, req):
-        """(text, running completion_tokens, finished) for each engine event of req."""
-        count = 0
-        for texts, finished in iter(req.events.get, None):
-            count += len(texts)
-            # An EOS token counts in usage but has no text: the final count is the engine's.
-            yield "".join(texts), (req.completion_tokens if finished else count), finished
-            if finished:
-                return
-
     def _stream(self, kind, req, body, started):
         app = self.server.app
         self.send_response_only(200)
@@ -199,7 +159,7 @@ class Handler(BaseHTTPRequestHandler):
         # serving_chat.py); without it, content chunks carry "usage": null.
         continuous = bool(opts.get("continuous_usage_stats"))
         first, so_far = True, []
-        for text, count, finished in self._token_events(req):
+        for text, count, finished in http_base.token_events(req):
             if kind == "generate":
                 so_far.append(text)  # SGLang's native stream sends the text so far
                 obj = {"text": "".join(so_far), "meta_info": api.meta_info(
@@ -208,10 +168,10 @@ class Handler(BaseHTTPRequestHandler):
                 obj = api.openai_chunk(kind, req, model, text, req.finish_reason if finished else None, first)
                 if continuous:
                     obj["usage"] = api.usage(req, count)
-            self._chunk(b"data: " + _dumps(obj) + b"\n\n")
+            self._chunk(b"data: " + http_base.dumps(obj) + b"\n\n")
             first = False
         if include_usage and kind != "generate":
-            self._chunk(b"data: " + _dumps(api.openai_usage_chunk(kind, req, model)) + b"\n\n")
+            self._chunk(b"data: " + http_base.dumps(api.openai_usage_chunk(kind, req, model)) + b"\n\n")
         self._chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
         self._access(200)

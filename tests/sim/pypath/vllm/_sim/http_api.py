@@ -8,22 +8,16 @@ authenticate.py): 401 {"error": "Unauthorized"}. Requests and token pacing come 
 SGLang simulator (sglang/_sim/api.py, engine.py).
 """
 import json
-import socket
 import time
 import uuid
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
-from sglang._sim import api
+from sglang._sim import api, http_base
 
 from vllm import __version__
 from vllm._sim import logs, metrics
 
 GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere")  # authenticate.py
-
-
-def _dumps(obj):
-    return json.dumps(obj, separators=(",", ":")).encode()
 
 
 class Server(ThreadingHTTPServer):
@@ -43,33 +37,9 @@ def _usage(req, count=None):
             "completion_tokens": done, "prompt_tokens_details": None}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "uvicorn"
-    sys_version = ""
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, fmt, *args):
-        pass
-
-    def _access(self, code):
-        logs.uvicorn('%s:%d - "%s %s HTTP/1.1" %d %s' % (
-            self.client_address[0], self.client_address[1], self.command, self.path, code,
-            HTTPStatus(code).phrase))
-
-    def _send(self, code, body=b"", ctype="application/json"):
-        self.send_response_only(code)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self._access(code)
-
-    def _json(self, code, obj):
-        self._send(code, _dumps(obj))
+class Handler(http_base.UvicornHandler):
+    def access_log(self, line):
+        logs.uvicorn(line)
 
     def _authorized(self, path):
         keys = self.server.app.args.api_keys
@@ -130,20 +100,11 @@ class Handler(BaseHTTPRequestHandler):
             if req.streaming:
                 self._stream(kind, req, body, model)
             else:
-                text = "".join(t for t, _c, _f in self._events(req))
+                text = "".join(t for t, _c, _f in http_base.token_events(req))
                 self._json(200, self._full(kind, req, model, text))
         except (BrokenPipeError, ConnectionResetError):
             req.aborted = True
         return None
-
-    @staticmethod
-    def _events(req):
-        count = 0
-        for texts, finished in iter(req.events.get, None):
-            count += len(texts)
-            yield "".join(texts), (req.completion_tokens if finished else count), finished
-            if finished:
-                return
 
     @staticmethod
     def _full(kind, req, model, text):
@@ -161,7 +122,7 @@ class Handler(BaseHTTPRequestHandler):
                 "choices": [choice], "usage": _usage(req)}
 
     def _chunk(self, obj):
-        data = b"data: " + (obj if isinstance(obj, bytes) else _dumps(obj)) + b"\n\n"
+        data = b"data: " + (obj if isinstance(obj, bytes) else http_base.dumps(obj)) + b"\n\n"
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _stream(self, kind, req, body, model):
@@ -183,7 +144,7 @@ class Handler(BaseHTTPRequestHandler):
             if include_usage and continuous:
                 first["usage"] = _usage(req, 0)
             self._chunk(first)
-        for text, count, finished in self._events(req):
+        for text, count, finished in http_base.token_events(req):
             finish = req.finish_reason if finished else None
             if kind == "chat":
                 choice = {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": finish}
