@@ -111,6 +111,9 @@ def test_inventory_describes_each_host(fleet):
         assert hv["sim_gpu_root"] == str(fleet_dir / "hosts" / ("h%d" % (index - 1)) / "gpu")
         assert Path(hv["sim_gpu_root"]).is_dir()
         assert hv["sglang_server_python"] == str(SIM / "bin" / "sglang-python")
+        # vllm_server finds its console script next to the interpreter.
+        assert hv["vllm_server_host"] == hv["ansible_host"]
+        assert (Path(hv["vllm_server_python"]).parent / "vllm").is_file()
 
 
 def test_sessions_get_the_hosts_gpu_environment(fleet):

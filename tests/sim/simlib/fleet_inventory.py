@@ -24,6 +24,11 @@ def host_vars(host, private_key):
         "sglang_server_python": os.path.join(SIM_DIR, "bin", "sglang-python"),
         "sglang_server_host": host.address,
         "sglang_server_model_path": os.path.join(SIM_DIR, "models", "kimi-k2.5-int4"),
+        # The same interpreter runs the simulated vLLM too: its console script
+        # (bin/vllm) lies next to it, which is where vllm_server looks by default.
+        "vllm_server_python": os.path.join(SIM_DIR, "bin", "sglang-python"),
+        "vllm_server_host": host.address,
+        "vllm_server_model_path": os.path.join(SIM_DIR, "models", "kimi-k2.5-int4"),
         "eagle_drafter_model_path": os.path.join(SIM_DIR, "models",
                                                  "aq-medai-kimi-k2-eagle3"),
         "sim_gpu_root": host.gpu_root,
