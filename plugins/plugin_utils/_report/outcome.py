@@ -65,9 +65,9 @@ def server_left(failure: Mapping[str, Any], drafter_check: Any = None, server: A
 
     FAILURE is the failure's record (its `stage`, recorded before the failure: start,
     baseline, eagle, eagle_benchmark; and `unreachable`), DRAFTER_CHECK the eagle_drafter
-    role's registered drafter check (None when it never ran), SERVER the sglang_server_result
-    fact. Until the drafter check has passed nothing was stopped; after it, the base server
-    may be gone.
+    role's registered drafter check (None when it never ran), SERVER the server's result fact
+    (sglang_server_result or vllm_server_result: the playbooks' fleet_server). Until the
+    drafter check has passed nothing was stopped; after it, the base server may be gone.
     """
     stage = failure.get("stage", "start")
     if failure.get("unreachable"):
@@ -119,7 +119,7 @@ def _with_line(record: dict) -> dict:
 
 def base_line(host: str, server: Mapping[str, Any], teardown: Any = None, bench: Any = None) -> str:
     """swap_to_base.yml's line for a host whose base server runs. SERVER is
-    sglang_server_result, TEARDOWN sglang_server_teardown (None when there was none),
+    the server's result fact (fleet_server), TEARDOWN its teardown fact (None when there was none),
     BENCH the llm_benchmark result (None without swap_benchmark)."""
     relaunched = bool(server.get("relaunched"))
     line = "%s: ok, base server at %s %s" % (
@@ -220,8 +220,8 @@ def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, ser
                 teardown: Any = None) -> dict:
     """swap_to_eagle.yml's record of a host that completed, with its line: RUNS holds the llm_benchmark
     results (`baseline`, absent without swap_baseline, and `candidate`), BASE_SERVER the
-    sglang_server_result of the baseline step, SERVER the EAGLE-3 server's, TEARDOWN
-    sglang_server_teardown (None when the base server was not torn down)."""
+    server's result fact (fleet_server) of the baseline step, SERVER the EAGLE-3 server's, TEARDOWN
+    its teardown fact (None when the base server was not torn down)."""
     return _with_line({
         "host": host, "outcome": "ok", "stage": "done", "reason": "",
         "baseline_tok_s": _get(runs, "baseline", "summary", "single_stream_tok_s"),
