@@ -2,9 +2,13 @@
 
   simctl fleet up DIR --hosts N [--gpus 8] [--port 22] [--env KEY=VALUE ...]
                  [--gpu-model rtx_pro_6000|h100|h200|b200] [--gpu-memory-mib M]
-                 [--fault JSON ...]
+                 [--fault JSON ...] [--sglang JSON] [--ensure] [--check] [--json]
   simctl fleet status DIR [--json]
-  simctl fleet down DIR
+  simctl fleet down DIR [--check] [--json]
+
+--ensure keeps a fleet that is up in DIR with the same settings and replaces another;
+--check says what up/down would do and does nothing; --json prints {"changed", "action",
+"inventory"} (the progress lines go to stderr).
 
 Host N listens on 127.0.0.(N+1):PORT in its own PID and mount namespace.
 """
@@ -43,12 +47,44 @@ def _parser():
     p_up.add_argument("--fault", action="append", default=[], type=json.loads, metavar="JSON",
                       help='{"kind": "warmup_crash", "host": "sim-h2"} or {"kind": "gpu_held", '
                            '"host": "sim-h1", "gpu": 3, "mib": 4096}; repeatable')
+    p_up.add_argument("--sglang", type=json.loads, default={}, metavar="JSON",
+                      help='simulator knobs for every session, e.g. {"profile": "fast", '
+                           '"accept_length": 3.2}: each KEY becomes SGLANG_SIM_KEY')
+    p_up.add_argument("--ensure", action="store_true",
+                      help="keep a fleet with the same settings that is up in DIR; replace another")
+    for p in (p_up,):
+        p.add_argument("--check", action="store_true", help="say what would be done; do nothing")
+        p.add_argument("--json", action="store_true", help="the outcome as JSON on stdout")
     p_status = sub.add_parser("status", help="report each host")
     p_status.add_argument("dir")
     p_status.add_argument("--json", action="store_true", help="JSON instead of a table")
     p_down = sub.add_parser("down", help="stop every host and remove the fleet's files")
     p_down.add_argument("dir")
+    p_down.add_argument("--check", action="store_true", help="say what would be done; do nothing")
+    p_down.add_argument("--json", action="store_true", help="the outcome as JSON on stdout")
     return parser
+
+
+def sglang_env(knobs):
+    """SGLANG_SIM_* variables from the simulator knobs ({"profile": "fast", "accept_length": 3.2})."""
+    if not isinstance(knobs, dict):
+        raise ValueError("--sglang wants a JSON object, got %r" % (knobs,))
+    env = {}
+    for key, value in knobs.items():
+        if value is None:
+            continue
+        if not ENV_NAME.match(key):
+            raise ValueError("--sglang: %r is no knob name" % key)
+        if isinstance(value, bool):
+            value = "1" if value else "0"
+        env["SGLANG_SIM_" + key.upper()] = str(value)
+    return env
+
+
+def _outcome(args, changed, action, dir_):
+    if args.json:
+        print(json.dumps({"changed": changed, "action": action,
+                          "inventory": os.path.join(os.path.realpath(dir_), "inventory.yml")}))
 
 
 def _preflight():
@@ -88,11 +124,16 @@ def _print_table(rows):
 
 def main(argv):
     args = _parser().parse_args(argv)
+    from simlib import fleet_ops  # noqa: E402  (stdlib only; nothing runs at import)
+    say = (lambda *a: sys.stderr.write(" ".join(map(str, a)) + "\n")) if getattr(args, "json", False) else print
+    if args.command == "down" and not fleet_ops.present(args.dir):
+        say("fleet down: nothing in %s" % os.path.realpath(args.dir))
+        _outcome(args, False, "absent", args.dir)
+        return 0
     problem = _preflight()
     if problem:
         sys.stderr.write(problem + "\n")
         return 2
-    from simlib import fleet_ops  # after the checks: it needs nothing root-only to import
     try:
         if args.command == "up":
             if not 1 <= args.hosts <= 253:
@@ -104,8 +145,17 @@ def main(argv):
                 if args.gpu_memory_mib < 1024:
                     raise ValueError("--gpu-memory-mib must be at least 1024")
                 model["memory_mib"] = args.gpu_memory_mib
-            fleet_ops.up(args.dir, args.hosts, args.gpus, args.port, _parse_env(args.env),
-                         gpu_model=model, faults=args.fault)
+            env = _parse_env(args.env)
+            env.update(sglang_env(args.sglang))
+            if args.ensure or args.check:
+                changed, action = fleet_ops.ensure(args.dir, args.hosts, args.gpus, args.port, env,
+                                                   gpu_model=model, faults=args.fault,
+                                                   check=args.check, say=say)
+            else:
+                fleet_ops.up(args.dir, args.hosts, args.gpus, args.port, env, say=say,
+                             gpu_model=model, faults=args.fault)
+                changed, action = True, "started"
+            _outcome(args, changed, action, args.dir)
             return 0
         if args.command == "status":
             rows = fleet_ops.status(args.dir)
@@ -114,7 +164,9 @@ def main(argv):
             else:
                 _print_table(rows)
             return 0 if all(r["alive"] for r in rows) else 1
-        fleet_ops.down(args.dir)
+        if not args.check:
+            fleet_ops.down(args.dir, say=say)
+        _outcome(args, True, "would stop" if args.check else "stopped", args.dir)
         return 0
     except (ValueError, OSError, subprocess.CalledProcessError, fleet_ops.FleetError) as exc:
         sys.stderr.write("simctl fleet %s: %s\n" % (args.command, exc))

@@ -68,9 +68,8 @@ def up(fleet_dir, count, gpus, port, extra_env, say=print, gpu_model=None, fault
                              % (host.address, port))
     created = not os.path.isdir(fleet.dir)
     os.makedirs(fleet.dir, exist_ok=True)
-    write_json(fleet.meta_file, {"hosts": count, "gpus": gpus, "port": port,
-                                 "env": extra_env, "created_dir": created,
-                                 "gpu_model": gpu_model or {}, "faults": faults})
+    write_json(fleet.meta_file, dict(settings(count, gpus, port, extra_env, gpu_model, faults),
+                                     created_dir=created))
     started = time.monotonic()
     try:
         _start(fleet, hosts, gpus, extra_env, gpu_model, faults)
@@ -87,6 +86,46 @@ def up(fleet_dir, count, gpus, port, extra_env, say=print, gpu_model=None, fault
                                                  state["init_pid"], host.gpu_root))
     say("fleet up: %d hosts in %.1fs; inventory %s" % (count, time.monotonic() - started,
                                                        fleet.inventory))
+
+
+def settings(count, gpus, port, extra_env, gpu_model=None, faults=()):
+    """What makes two fleets the same (fleet.json holds it, with created_dir)."""
+    return {"hosts": count, "gpus": gpus, "port": port, "env": dict(extra_env),
+            "gpu_model": dict(gpu_model or {}), "faults": list(faults), "kit": layout.SIM_DIR}
+
+
+def ensure(fleet_dir, count, gpus, port, extra_env, gpu_model=None, faults=(), check=False,
+           say=print):
+    """Make the fleet in FLEET_DIR this one: keep it when it is up with the same settings
+    (and every host alive), else take down what is there and bring it up.
+
+    Returns (changed, action): "kept", "started", "replaced" (or "would start",
+    "would replace" with CHECK, which starts and stops nothing)."""
+    faults = check_faults(faults, count, gpus)
+    wanted = settings(count, gpus, port, extra_env, gpu_model, faults)
+    fleet = Fleet(fleet_dir)
+    meta = fleet.meta()
+    present = meta is not None or bool(fleet.hosts())
+    if present:
+        same = meta is not None and {k: meta.get(k) for k in wanted} == wanted
+        if same and all(r["alive"] and r["sshd"] for r in status(fleet_dir)) \
+                and os.path.exists(fleet.inventory):
+            return False, "kept"
+        if check:
+            return True, "would replace"
+        down(fleet_dir, say=say)
+        up(fleet_dir, count, gpus, port, extra_env, say=say, gpu_model=gpu_model, faults=faults)
+        return True, "replaced"
+    if check:
+        return True, "would start"
+    up(fleet_dir, count, gpus, port, extra_env, say=say, gpu_model=gpu_model, faults=faults)
+    return True, "started"
+
+
+def present(fleet_dir):
+    """Whether anything of a fleet is in FLEET_DIR (what `down` would act on)."""
+    fleet = Fleet(fleet_dir)
+    return fleet.meta() is not None or bool(fleet.hosts()) or os.path.exists(fleet.ssh_dir)
 
 
 def _port_taken(host):
