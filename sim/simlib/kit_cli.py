@@ -154,9 +154,12 @@ def build(cache, python, sglang_real=None):
             handle.write("# Written by `simctl kit build`: the interpreter of this kit.\n"
                          "PYTHON=%s\n" % python)
         open(os.path.join(tmp, ".complete"), "w").close()
-        if os.path.exists(kit):  # an incomplete leftover
-            shutil.rmtree(kit)
-        os.rename(tmp, kit)
+        try:
+            os.rename(tmp, kit)  # KIT appears complete or not at all
+        except OSError:
+            if not os.path.exists(os.path.join(kit, ".complete")):
+                raise
+            return kit, False  # a concurrent build (another scenario) was first: use its copy
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return kit, True
