@@ -105,8 +105,9 @@ def test_sim_fleet_from_an_installed_collection(installed, request):
     work, env = installed
     request.addfinalizer(lambda: subprocess.run([paths.PYTHON, paths.SIMCTL, "fleet", "down",
                                                  str(work / "fleet")], check=False))
-    out = playbook(work, env, "up", "--check")
-    assert recap(out)["changed"] == "1" and not (work / "fleet").exists()
+    out = playbook(work, env, "up", "--check")  # would build the kit and start the fleet
+    assert recap(out)["changed"] == "2" and "would start" in out
+    assert not (work / "fleet").exists() and not (work / "cache").exists()
     out = playbook(work, env, "up")
     assert recap(out)["changed"] == "2"  # the kit built into the fresh cache, the fleet started
     inventory = yaml.safe_load((work / "fleet" / "inventory.yml").read_text())
@@ -116,6 +117,7 @@ def test_sim_fleet_from_an_installed_collection(installed, request):
     assert os.path.dirname(kit) == str(work / "cache" / "kits")  # built from the installed copy
     assert hosts["sim-h1"]["ansible_python_interpreter"] == paths.PYTHON
     assert recap(playbook(work, env, "up"))["changed"] == "0"  # the same fleet stays
+    assert recap(playbook(work, env, "up", "--check"))["changed"] == "0"
 
     (work / "play.yml").write_text(PLAY % {"out": work})
     run([paths.ansible_tool("ansible-playbook"), "-i", str(work / "fleet" / "inventory.yml"),
