@@ -130,3 +130,34 @@ def test_build_makes_a_self_contained_kit_once(tmp_path):
     # Another interpreter (or another collection version) is another kit.
     other, changed = kit_cli.build(str(cache), "/usr/bin/python3", str(real))
     assert changed and other != kit
+
+
+def test_build_installs_the_pinned_sglang_with_pip_into_the_kit(tmp_path):
+    """Without --sglang-real: `PY -m pip install --no-deps --target KIT/build/sglang-real sglang==PIN`
+    (a stand-in interpreter records the call and makes the dist-info pip would)."""
+    log = tmp_path / "calls"
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho "$*" >> %s\n'
+                      'while [ $# -gt 0 ]; do [ "$1" = --target ] && mkdir -p "$2/sglang-0.5.23.dist-info"; '
+                      'shift; done\n' % log)
+    python.chmod(0o755)
+    kit, changed = kit_cli.build(str(tmp_path / "cache"), str(python))
+    assert changed
+    real = os.path.join(kit, "build", "sglang-real")
+    with open(paths.REPO + "/requirements-sglang.txt", encoding="utf-8") as handle:
+        pin = next(line.strip() for line in handle if line.startswith("sglang=="))
+    # Into the copy being made (KIT.tmpPID), renamed to KIT once complete.
+    staged = os.path.join("%s.tmp%d" % (kit, os.getpid()), "build", "sglang-real")
+    assert log.read_text().splitlines() == [
+        "-m pip install -q --no-deps --disable-pip-version-check --target %s %s" % (staged, pin)]
+    assert os.listdir(real) == ["sglang-0.5.23.dist-info"]
+
+
+def test_a_failed_pip_install_says_what_to_do_and_leaves_no_kit(tmp_path):
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho 'ERROR: No matching distribution found for sglang' >&2\nexit 1\n")
+    python.chmod(0o755)
+    with pytest.raises(ValueError) as info:
+        kit_cli.build(str(tmp_path / "cache"), str(python))
+    assert "sim_fleet_sglang_real_root" in str(info.value) and "No matching distribution" in str(info.value)
+    assert os.listdir(tmp_path / "cache" / "kits") == []
