@@ -1,5 +1,5 @@
 """The fleet playbooks with engine=vllm, end to end: real ansible-playbook, real SSH, simulated
-hosts running the simulated `vllm serve` (tests/sim/bin/vllm, beside the inventory's
+hosts running the simulated `vllm serve` (sim/bin/vllm, beside the inventory's
 vllm_server_python).
 
 launch.yml then teardown.yml free every GPU; swap_to_eagle.yml measures vLLM against vLLM +

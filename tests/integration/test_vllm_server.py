@@ -15,7 +15,7 @@ from tests.support.paths import REPO
 
 pytestmark = needs_fleet
 
-VLLM_CLI = os.path.join(REPO, "tests", "sim", "bin", "vllm")
+VLLM_CLI = os.path.join(REPO, "sim", "bin", "vllm")
 KEY = "sekrit-vllm-key"
 FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.1", "--sim-kv-seconds", "0.05",
         "--sim-graph-seconds", "0.1"]
