@@ -285,30 +285,37 @@ def down(fleet_dir, say=print):
     if meta is None and not hosts and not os.path.exists(fleet.ssh_dir):
         say("fleet down: nothing in %s" % fleet.dir)
         return
-    waits = []
-    for host in hosts:
-        state = host.load_state() or {}
-        ns = state.get("pid_ns")
-        # SIGKILL of the namespace's init makes the kernel kill all of the namespace;
-        # unshare then reaps init and exits. Only a host whose init was never recorded
-        # needs unshare killed (--kill-child takes its child with it).
-        if not fleet_proc.kill_if_same(state.get("init_pid"), state.get("init_start")):
-            fleet_proc.kill_if_same(state.get("unshare_pid"), state.get("unshare_start"))
-        waits.append((host, state, ns))
+    waits, pins = [], []
+    try:
+        for host in hosts:
+            state = host.load_state() or {}
+            pin = _pin_namespace(state)
+            if pin is not None:
+                pins.append(pin)
+            ns = os.readlink("/proc/self/fd/%d" % pin) if pin is not None else None
+            # SIGKILL of the namespace's init makes the kernel kill all of the namespace;
+            # unshare then reaps init and exits. Only a host whose init was never recorded
+            # needs unshare killed (--kill-child takes its child with it).
+            if not fleet_proc.kill_if_same(state.get("init_pid"), state.get("init_start")):
+                fleet_proc.kill_if_same(state.get("unshare_pid"), state.get("unshare_start"))
+            waits.append((host, state, ns))
 
-    def all_gone():
-        for _host, state, ns in waits:
-            if ns and fleet_proc.pids_in_ns(ns):
-                return False
-            for key in ("init", "unshare"):
-                pid = state.get(key + "_pid")
-                if pid and fleet_proc.is_alive(pid, state.get(key + "_start")):
+        def all_gone():
+            for _host, state, ns in waits:
+                if ns and fleet_proc.pids_in_ns(ns):
                     return False
-        return True
+                for key in ("init", "unshare"):
+                    pid = state.get(key + "_pid")
+                    if pid and fleet_proc.is_alive(pid, state.get(key + "_start")):
+                        return False
+            return True
 
-    if not fleet_proc.wait_until(all_gone, DOWN_TIMEOUT):
-        raise FleetError("processes of the fleet in %s still run after %ds; files kept: %s"
-                         % (fleet.dir, DOWN_TIMEOUT, _leftovers(waits)))
+        if not fleet_proc.wait_until(all_gone, DOWN_TIMEOUT):
+            raise FleetError("processes of the fleet in %s still run after %ds; files kept: %s"
+                             % (fleet.dir, DOWN_TIMEOUT, _leftovers(waits)))
+    finally:
+        for pin in pins:
+            os.close(pin)
     _refuse_if_mounted(fleet.dir)
     if os.path.isdir(os.path.join(fleet.dir, "hosts")):
         shutil.rmtree(os.path.join(fleet.dir, "hosts"))
@@ -322,6 +329,28 @@ def down(fleet_dir, say=print):
         except OSError:
             pass  # someone put their own files there: keep them
     say("fleet down: %d hosts stopped, %s cleaned" % (len(hosts), fleet.dir))
+
+
+def _pin_namespace(state):
+    """An open descriptor on a host's PID namespace while its init is the recorded process.
+
+    A dead namespace's inode number is reused by the next one created, often another
+    fleet's host or a test's namespace: matching on the number recorded at `up` would
+    count strangers as this host's. The open descriptor keeps the namespace, and so its
+    number, from being freed while down waits. None when init is gone already (the kernel
+    killed the namespace with it; the recorded number then means nothing).
+    """
+    pid, start = state.get("init_pid"), state.get("init_start")
+    if not pid or not fleet_proc.is_alive(pid, start):
+        return None
+    try:
+        fd = os.open("/proc/%d/ns/pid" % pid, os.O_RDONLY)
+    except OSError:
+        return None
+    if not fleet_proc.is_alive(pid, start):  # init exited between the check and the open
+        os.close(fd)
+        return None
+    return fd
 
 
 def _refuse_if_mounted(path):

@@ -240,6 +240,25 @@ def test_down_handles_a_host_that_died(request, tmp_path):
     assert sorted(os.listdir(fleet_dir)) == ["keep.txt"]  # others' files stay
 
 
+def test_down_ignores_a_reused_namespace_number(tmp_path):
+    # A host whose init died long ago: the kernel has freed its PID namespace, and the
+    # number recorded at `up` now names another namespace (here: this test's own, full of
+    # processes that are not the fleet's). down must neither wait for them nor fail.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    host_dir = tmp_path / "f" / "hosts" / "h1"
+    host_dir.mkdir(parents=True)
+    (host_dir / "host.json").write_text(json.dumps({
+        "name": "sim-h1", "init_pid": gone.pid, "init_start": 1,
+        "unshare_pid": gone.pid, "unshare_start": 1,
+        "pid_ns": os.readlink("/proc/self/ns/pid")}))
+    assert fleet_proc.pids_in_ns(os.readlink("/proc/self/ns/pid"))  # strangers do live there
+    out = []
+    fleet_ops.down(str(tmp_path / "f"), say=out.append)
+    assert out == ["fleet down: 1 hosts stopped, %s cleaned" % (tmp_path / "f")]
+    assert not (tmp_path / "f" / "hosts").exists()
+
+
 def fleet_processes_alive_hosts(fleet_dir):
     found = set()
     for state_file in fleet_dir.glob("hosts/h*/host.json"):
