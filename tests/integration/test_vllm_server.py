@@ -1,5 +1,6 @@
 """The vllm_server role end to end: real ansible-playbook, real SSH, one simulated host
-running the simulated `vllm serve` (tests/sim/bin/vllm) on its fake GPUs.
+running the simulated `vllm serve` (tests/sim/bin/vllm) on its fake GPUs (the fleet inventory
+sets vllm_server_python, vllm_server_host and vllm_server_model_path).
 
 Start (ready, vllm_server_result), a second run keeps the server, stop frees every GPU; and
 the survivor trap: with --sim-survivors, the API server killed by its PID leaves
@@ -31,10 +32,6 @@ PLAYBOOK = """\
     - name: Run the role
       ansible.builtin.include_role:
         name: gpufleet.serving.vllm_server
-      vars:
-        vllm_server_host: "{{ sglang_server_host }}"
-        vllm_server_model_path: "{{ sglang_server_model_path }}"
-        vllm_server_python: "{{ sglang_server_python }}"
 
     - name: Save the facts
       ansible.builtin.copy:
@@ -57,10 +54,6 @@ REFUSED_PLAYBOOK = """\
         - name: Run vllm_server
           ansible.builtin.include_role:
             name: gpufleet.serving.vllm_server
-          vars:
-            vllm_server_host: "{{ sglang_server_host }}"
-            vllm_server_model_path: "{{ sglang_server_model_path }}"
-            vllm_server_python: "{{ sglang_server_python }}"
       rescue:
         - name: Save how it failed
           ansible.builtin.copy:
