@@ -1,7 +1,8 @@
 """vllm_server's check of vllm_server_speculative_config (roles/vllm_server/tasks/speculative.yml),
 run on localhost through the role itself (include_role tasks_from speculative), with the
 simulated models of tests/sim/models as target and drafters: each refusal names what is wrong,
-an EAGLE-3 drafter that fits passes and is registered as vllm_server_drafter_check, a method
+an EAGLE-3 drafter that fits passes (also one named as only vLLM registers it) and is
+registered as vllm_server_drafter_check, a method
 without an EAGLE-3 drafter skips the drafter check. No server, no fleet: these run in seconds.
 """
 import json
@@ -75,23 +76,31 @@ CASES = [
 
 
 def test_speculative_configs(tmp_path):
+    # An EAGLE-3 drafter as vLLM names it (SGLang 0.5.23 does not register Eagle3LlamaForCausalLM):
+    # the role checks it for vLLM (drafter_check engine vllm), so it passes.
+    vllm_named = tmp_path / "vllm-named-eagle3"
+    vllm_named.mkdir()
+    config = json.loads(open(os.path.join(GOOD, "config.json"), encoding="utf-8").read())
+    (vllm_named / "config.json").write_text(json.dumps(dict(config, architectures=["Eagle3LlamaForCausalLM"])))
+    cases = CASES + [({"method": "eagle3", "model": str(vllm_named), "num_speculative_tokens": 3}, None, None)]
     case_file = tmp_path / "case.yml"
     case_file.write_text(CASE)
     playbook = tmp_path / "check.yml"
     playbook.write_text(PLAYBOOK.format(case_file=case_file))
     out = tmp_path / "outcomes.json"
-    proc = run_playbook(playbook, {"cases": [c for c, unused, unused_text in CASES], "target": TARGET,
+    proc = run_playbook(playbook, {"cases": [c for c, unused, unused_text in cases], "target": TARGET,
                                    "out_file": str(out), "ansible_python_interpreter": PYTHON})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     outcomes = json.loads(out.read_text())
-    assert len(outcomes) == len(CASES)
-    for (config, task, text), got in zip(CASES, outcomes):
+    assert len(outcomes) == len(cases)
+    for (spec, task, text), got in zip(cases, outcomes):
         if task is None:
-            assert got["failed"] is False, (config, got)
+            assert got["failed"] is False, (spec, got)
         else:
-            assert got["failed"] is True and got["task"] == task, (config, got)
-            assert text in got["msg"], (config, got)
+            assert got["failed"] is True and got["task"] == task, (spec, got)
+            assert text in got["msg"], (spec, got)
     # The drafter that fits is registered with the fields checked; ngram and mtp skip the check.
     assert outcomes[0]["check"]["drafter"]["hidden_size"] == 7168
     assert outcomes[0]["check"]["drafter"]["architectures"] == ["LlamaForCausalLMEagle3"]
     assert outcomes[6]["check"]["skipped"] is True and outcomes[7]["check"]["skipped"] is True
+    assert outcomes[8]["check"]["drafter"]["architectures"] == ["Eagle3LlamaForCausalLM"]
