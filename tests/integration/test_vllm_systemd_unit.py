@@ -48,7 +48,8 @@ PLAYBOOK = """\
 
 
 def render(tmp_path, **role_vars):
-    """Render the unit and its environment with ROLE_VARS; return (unit path, unit text, env text)."""
+    """Render the unit and its environment with ROLE_VARS (ansible-playbook -vv, whose output is kept
+    in tmp_path/output.txt); return (unit path, unit text, env text)."""
     playbook = tmp_path / "render.yml"
     playbook.write_text(PLAYBOOK.format(templates=TEMPLATES))
     unit_dir = tmp_path / "units"
@@ -57,8 +58,9 @@ def render(tmp_path, **role_vars):
              "vllm_server_python": PYTHON, "vllm_server_entry_point": PYTHON,
              "vllm_server_log_dir": str(tmp_path / "log"), "vllm_server_state_dir": str(tmp_path / "state")}
     extra.update(role_vars)
-    proc = run_playbook(playbook, extra)
+    proc = run_playbook(playbook, extra, flags=["-vv"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    (tmp_path / "output.txt").write_text(proc.stdout + proc.stderr)
     (unit,) = unit_dir.glob("*.service")
     (env,) = unit_dir.glob("*.env")
     return unit, unit.read_text(), env.read_text()
@@ -97,6 +99,7 @@ def test_key_only_in_the_config_file(tmp_path):
     unit, text, env = render(tmp_path, vllm_server_port=31898, vllm_server_model_path="/models/m",
                              vllm_server_api_key=KEY)
     assert KEY not in text and KEY not in env
+    assert KEY not in (tmp_path / "output.txt").read_text()  # nor in what the play printed at -vv
     argv = shlex.split(directives(text)["ExecStart"][0])
     assert argv[:3] == [PYTHON, "serve", "/models/m"]  # no log redactor in front of vLLM
     assert argv[argv.index("--config") + 1] == "%s/vllm-31898.secret.yaml" % (tmp_path / "state")
