@@ -11,8 +11,8 @@ import json
 import os
 import shlex
 
-import pytest
-from test_systemd_unit import SYSTEMD_ANALYZE, directives, verify
+from test_systemd_unit import directives, verify
+from test_systemd_unit import pytestmark as needs_systemd_analyze
 
 from tests.support.ansible import run_playbook
 from tests.support.paths import PYTHON, REPO
@@ -20,9 +20,7 @@ from tests.support.paths import PYTHON, REPO
 TEMPLATES = os.path.join(REPO, "roles", "vllm_server", "templates")
 KEY = "gf-VLLM-UNIT-KEY-0001"
 
-pytestmark = pytest.mark.skipif(
-    SYSTEMD_ANALYZE is None,
-    reason="systemd-analyze is not installed (apt-get install systemd); the unit cannot be verified")
+pytestmark = needs_systemd_analyze  # skipped without systemd-analyze, as the sglang_server unit test
 
 PLAYBOOK = """\
 - name: Render the vllm_server unit
