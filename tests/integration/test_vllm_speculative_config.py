@@ -72,6 +72,8 @@ CASES = [
     # No drafter of its own: no EAGLE-3 check (the mismatched directory is not read).
     ({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}, None, None),
     ({"method": "mtp", "num_speculative_tokens": 1}, None, None),
+    ({"method": "eagle3", "model": GOOD, "num_speculative_tokens": None},
+     "Check the speculative config names a drafter and a token count vLLM accepts", "leave the key out, not null"),
 ]
 
 
@@ -103,4 +105,4 @@ def test_speculative_configs(tmp_path):
     assert outcomes[0]["check"]["drafter"]["hidden_size"] == 7168
     assert outcomes[0]["check"]["drafter"]["architectures"] == ["LlamaForCausalLMEagle3"]
     assert outcomes[6]["check"]["skipped"] is True and outcomes[7]["check"]["skipped"] is True
-    assert outcomes[8]["check"]["drafter"]["architectures"] == ["Eagle3LlamaForCausalLM"]
+    assert outcomes[9]["check"]["drafter"]["architectures"] == ["Eagle3LlamaForCausalLM"]
