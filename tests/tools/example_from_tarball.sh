@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The worked example of docs/testing-your-role.md, run the way a user runs it: build the
+# collection tarball, install it into a temporary directory outside this checkout, copy
+# docs/examples/my_role into another temporary directory, and run `molecule test` there
+# with ANSIBLE_COLLECTIONS_PATH naming only the installed copy. Fails when the example does.
+#
+#   bash tests/tools/example_from_tarball.sh [SCENARIO...]   (default: every scenario)
+#
+# GPUFLEET_ANSIBLE_BIN: the bin/ of the Python environment with ansible-core, molecule,
+# nvidia-ml-py and psutil (default .venv/bin): the user's pip install, not the collection.
+# GPUFLEET_EXAMPLE_DIR: the example project to copy (default docs/examples/my_role).
+# GPUFLEET_EXAMPLE_BREAK=1: break the copy (the role serves another model name than its
+# verify.yml expects), to see this script fail (docs/testing-your-role.md, "Is the CI check real?").
+# Needs root (the simulated fleet runs in PID and mount namespaces).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${GPUFLEET_ANSIBLE_BIN:-$repo/.venv/bin}
+example=${GPUFLEET_EXAMPLE_DIR:-$repo/docs/examples/my_role}
+say() { echo "example_from_tarball: $*"; }
+
+tmp=$(mktemp -d /tmp/gpufleet-example.XXXXXX)
+project="$tmp/my_role"
+finished=false
+cleanup() {
+  if ! $finished && [[ -d "$project/molecule" ]]; then
+    # Interrupted or failed before molecule's own final destroy: take the fleets down.
+    (cd "$project" && "$bin/molecule" destroy --all >/dev/null 2>&1) || true
+  fi
+  if find "$tmp" -name fleet.json -print -quit 2>/dev/null | grep -q .; then
+    say "a simulated fleet is still up under $tmp: left in place (take it down with molecule destroy there)" >&2
+  else
+    rm -rf "$tmp"
+  fi
+}
+trap cleanup EXIT
+
+# The user's environment: their Python tools, no ansible setting of this checkout.
+unset ANSIBLE_CONFIG ANSIBLE_ROLES_PATH ANSIBLE_COLLECTIONS_PATHS ANSIBLE_INVENTORY \
+  MOLECULE_EPHEMERAL_DIRECTORY MOLECULE_PROJECT_DIRECTORY VIRTUAL_ENV
+export PATH="$bin:$PATH"
+export ANSIBLE_COLLECTIONS_PATH="$tmp/collections"
+
+# 1. Build and install, as docs/testing-your-role.md says.
+"$bin/ansible-galaxy" collection build "$repo" --output-path "$tmp/dist" >/dev/null
+tarball=$(ls "$tmp"/dist/gpufleet-serving-*.tar.gz)
+(cd "$tmp" && "$bin/ansible-galaxy" collection install --force "$tarball" -p "$tmp/collections" >/dev/null)
+installed="$tmp/collections/ansible_collections/gpufleet/serving"
+test -f "$installed/MANIFEST.json"
+
+# 2. Prove that the installed copy is the only gpufleet.serving Ansible can see: the one
+# collection path, nothing from sys.path or site-packages, and no copy under ~/.ansible used.
+cp -r "$example" "$project"
+rm -rf "$project/.ansible"
+cd "$project"
+seen=$("$bin/ansible-galaxy" collection list gpufleet.serving --format json 2>/dev/null \
+  | "$bin/python" -c 'import json, sys; print("\n".join(sorted(json.load(sys.stdin))))')
+if [[ "$seen" != "$tmp/collections/ansible_collections" ]]; then
+  say "gpufleet.serving is seen elsewhere than the installed copy: $seen" >&2; exit 1
+fi
+"$bin/python" - "$repo" <<'EOF'
+import os, sys
+repo = os.path.realpath(sys.argv[1])
+for path in sys.path:
+    if os.path.isdir(os.path.join(path, "ansible_collections", "gpufleet")):
+        sys.exit("example_from_tarball: a gpufleet collection on sys.path: %s" % path)
+EOF
+
+if [[ ${GPUFLEET_EXAMPLE_BREAK:-} == 1 ]]; then
+  sed -i 's/^my_serving_served_model_name: .*/my_serving_served_model_name: another-model/' \
+    roles/my_serving/defaults/main.yml
+  say "broke the copy on purpose (GPUFLEET_EXAMPLE_BREAK=1): this run must fail"
+fi
+
+# 3. molecule test, every scenario or the ones named.
+args=(--all)
+if (($#)); then args=(); for s in "$@"; do args+=(--scenario-name "$s"); done; fi
+set +e
+"$bin/molecule" test "${args[@]}" 2>&1 | tee "$tmp/molecule.log"
+rc=${PIPESTATUS[0]}
+set -e
+finished=true
+if ((rc != 0)); then
+  say "molecule test failed (exit $rc) in a copy of $example" >&2; exit "$rc"
+fi
+
+# 4. Nothing of the checkout was used: no path under it in the output or in the project's
+# files (molecule's ansible.cfg, the fleet's inventory), but the Python environment's.
+venv=$(cd "$bin/.." && pwd -P)
+"$bin/python" - "$repo" "$venv" "$tmp/molecule.log" "$project" <<'EOF2'
+import os, re, sys
+repo, venv, log, project = sys.argv[1:]
+paths = re.compile(re.escape(repo + "/") + r"[^\s'\",;:]*")
+files = [log] + [os.path.join(d, f) for d, _, fs in os.walk(project) for f in fs]
+leaks = set()
+for name in files:
+    try:
+        with open(name, encoding="utf-8", errors="replace") as handle:
+            leaks.update(p for p in paths.findall(handle.read()) if not p.startswith(venv + "/"))
+    except OSError:
+        pass
+if leaks:
+    sys.exit("example_from_tarball: the run used files of the checkout: %s" % ", ".join(sorted(leaks)))
+EOF2
+say "passed: molecule test ${args[*]} of a copy of ${example#"$repo"/} against $(basename "$tarball") installed in $tmp/collections only"
