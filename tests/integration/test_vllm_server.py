@@ -1,5 +1,5 @@
 """The vllm_server role end to end: real ansible-playbook, real SSH, one simulated host
-running the simulated `vllm serve` (tests/sim/bin/vllm) on its fake GPUs.
+running the simulated `vllm serve` (sim/bin/vllm) on its fake GPUs.
 
 Start (ready, vllm_server_result), a second run keeps the server, stop frees every GPU; and
 the survivor trap: with --sim-survivors, the API server killed by its PID leaves
