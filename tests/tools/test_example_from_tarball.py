@@ -7,8 +7,11 @@ another model name than verify.yml expects) is the manual check of docs/testing-
 """
 import glob
 import os
+import re
 import shutil
 import subprocess
+
+from simlib import kit_cli  # sim/ is on sys.path (tests/conftest.py)
 
 from tests.support import paths
 
@@ -36,3 +39,21 @@ def test_a_broken_example_fails_the_stage_and_leaves_nothing(tmp_path):
     assert "molecule test failed" in proc.stderr, proc.stdout + proc.stderr
     assert str(broken) in proc.stderr
     assert not left, "temporary directories left: %s" % sorted(left)
+
+
+def requirement_names(path):
+    names = set()
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                names.add(re.split(r"[<>=!~ ]", line, maxsplit=1)[0].lower())
+    return names
+
+
+def test_the_example_requirements_hold_what_the_fleet_checks_for():
+    """The example's requirements.txt installs every module `simctl kit check` requires of
+    the hosts' interpreter (the controller's, by default), and ansible-core and molecule."""
+    needed = {dist.lower() for unused, dist in kit_cli.MODULES} | {"ansible-core", "molecule"}
+    have = requirement_names(os.path.join(EXAMPLE, "requirements.txt"))
+    assert needed <= have, "missing from the example's requirements.txt: %s" % sorted(needed - have)
