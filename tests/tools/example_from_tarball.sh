@@ -75,7 +75,8 @@ fi
 args=(--all)
 if (($#)); then args=(); for s in "$@"; do args+=(--scenario-name "$s"); done; fi
 set +e
-"$bin/molecule" test "${args[@]}" 2>&1 | tee "$tmp/molecule.log"
+# COLUMNS: Molecule wraps long lines at the terminal's width; step 4 reads whole paths.
+COLUMNS=1000 "$bin/molecule" test "${args[@]}" 2>&1 | tee "$tmp/molecule.log"
 rc=${PIPESTATUS[0]}
 set -e
 finished=true
@@ -83,21 +84,26 @@ if ((rc != 0)); then
   say "molecule test failed (exit $rc) in a copy of $example" >&2; exit "$rc"
 fi
 
-# 4. Nothing of the checkout was used: no path under it in the output or in the project's
-# files (molecule's ansible.cfg, the fleet's inventory), but the Python environment's.
-venv=$(cd "$bin/.." && pwd -P)
-"$bin/python" - "$repo" "$venv" "$tmp/molecule.log" "$project" <<'EOF2'
+# 4. The roles ran from the installed copy (Ansible prints the path of each task file it
+# includes: "included: PATH for HOST"), and nothing of the checkout was used: no path under it
+# in the output or the project's files, but the Python environment's (GPUFLEET_ANSIBLE_BIN's).
+venv=$(cd "$bin/.." && pwd)
+"$bin/python" - "$repo" "$venv" "$installed" "$tmp/molecule.log" "$project" <<'EOF2'
 import os, re, sys
-repo, venv, log, project = sys.argv[1:]
+repo, venv, installed, log, project = sys.argv[1:]
+ansi = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\x1b\]8;[^\x1b]*\x1b\\")
+with open(log, encoding="utf-8", errors="replace") as handle:
+    output = ansi.sub("", handle.read())
+used = os.path.join(installed, "roles", "sglang_server", "tasks") + "/"
+if "included: " + used not in output:
+    sys.exit("example_from_tarball: no task file of %s was included: which sglang_server ran?" % used)
 paths = re.compile(re.escape(repo + "/") + r"[^\s'\",;:]*")
-files = [log] + [os.path.join(d, f) for d, _, fs in os.walk(project) for f in fs]
-leaks = set()
-for name in files:
-    try:
-        with open(name, encoding="utf-8", errors="replace") as handle:
-            leaks.update(p for p in paths.findall(handle.read()) if not p.startswith(venv + "/"))
-    except OSError:
-        pass
+texts = [output]
+for top, unused, names in os.walk(project):
+    for name in names:
+        with open(os.path.join(top, name), encoding="utf-8", errors="replace") as handle:
+            texts.append(handle.read())
+leaks = {p for text in texts for p in paths.findall(text) if not p.startswith(venv + "/")}
 if leaks:
     sys.exit("example_from_tarball: the run used files of the checkout: %s" % ", ".join(sorted(leaks)))
 EOF2
