@@ -4,7 +4,7 @@
       root, the Debian packages' programs, a C compiler and the Python modules PY must
       import; prints JSON {"ok": ..., "problems": [...]}, each problem with its fix; rc 2
       when something is missing.
-  simctl kit build CACHE --python PY [--sglang-real DIR]
+  simctl kit build CACHE --python PY [--sglang-real DIR] [--check]
       copies this kit into CACHE/kits/KEY (KEY: a digest of the kit's files, the SGLang
       pin and PY), compiles the fake NVML there, writes kit.env (PYTHON=PY) and installs
       the pinned real SGLang (its parser checks the simulator's command line) with
@@ -120,8 +120,8 @@ def _pinned():
     raise ValueError("no sglang==VERSION line in %s" % layout.PIN_FILE)
 
 
-def build(cache, python, sglang_real=None):
-    """(KIT, changed): CACHE/kits/KEY, made now or found complete."""
+def build(cache, python, sglang_real=None, check=False):
+    """(KIT, changed): CACHE/kits/KEY, made now or found complete (CHECK: only say which)."""
     if layout.BUILT:
         raise ValueError("%s is a built kit already: run `simctl kit build` from the "
                          "collection's sim/" % layout.SIM_DIR)
@@ -129,6 +129,8 @@ def build(cache, python, sglang_real=None):
     kit = os.path.join(kits, digest(python, sglang_real))
     if os.path.exists(os.path.join(kit, ".complete")):
         return kit, False
+    if check:
+        return kit, True
     os.makedirs(kits, exist_ok=True)
     tmp = "%s.tmp%d" % (kit, os.getpid())
     shutil.rmtree(tmp, ignore_errors=True)
@@ -154,9 +156,12 @@ def build(cache, python, sglang_real=None):
             handle.write("# Written by `simctl kit build`: the interpreter of this kit.\n"
                          "PYTHON=%s\n" % python)
         open(os.path.join(tmp, ".complete"), "w").close()
-        if os.path.exists(kit):  # an incomplete leftover
-            shutil.rmtree(kit)
-        os.rename(tmp, kit)
+        try:
+            os.rename(tmp, kit)  # KIT appears complete or not at all
+        except OSError:
+            if not os.path.exists(os.path.join(kit, ".complete")):
+                raise
+            return kit, False  # a concurrent build (another scenario) was first: use its copy
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return kit, True
@@ -172,6 +177,8 @@ def _parser():
     p_build.add_argument("cache")
     p_build.add_argument("--python", required=True)
     p_build.add_argument("--sglang-real", help="an existing --target install of the pinned sglang")
+    p_build.add_argument("--check", action="store_true",
+                         help="say whether a build is due; build nothing (simctl: this kit's while it is)")
     return parser
 
 
@@ -182,9 +189,11 @@ def main(argv):
         print(json.dumps({"ok": not found, "problems": found}))
         return 2 if found else 0
     try:
-        kit, changed = build(args.cache, args.python, args.sglang_real)
+        kit, changed = build(args.cache, args.python, args.sglang_real, check=args.check)
     except (ValueError, OSError, subprocess.CalledProcessError) as exc:
         sys.stderr.write("simctl kit build: %s\n" % exc)
         return 1
-    print(json.dumps({"kit": kit, "changed": changed, "simctl": os.path.join(kit, "simctl")}))
+    # With --check and no kit yet, this (source) kit's simctl answers `fleet up --check`.
+    simctl = layout.SIMCTL if args.check and changed else os.path.join(kit, "simctl")
+    print(json.dumps({"kit": kit, "changed": changed, "simctl": simctl}))
     return 0
