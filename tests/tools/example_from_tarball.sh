@@ -23,11 +23,17 @@ project="$tmp/my_role"
 finished=false
 cleanup() {
   if ! $finished && [[ -d "$project/molecule" ]]; then
-    # Interrupted or failed before molecule's own final destroy: take the fleets down.
+    # Interrupted before Molecule's own final destroy: take the fleets down.
     (cd "$project" && "$bin/molecule" destroy --all >/dev/null 2>&1) || true
   fi
-  if find "$tmp" -name fleet.json -print -quit 2>/dev/null | grep -q .; then
-    say "a simulated fleet is still up under $tmp: left in place (take it down with molecule destroy there)" >&2
+  # The fleets live in Molecule's ephemeral directories (~/.ansible/tmp/...), named in the log.
+  local left
+  left=$(grep -aoE "inventory=/[^ ]*/fleet/inventory.yml" "$tmp/molecule.log" 2>/dev/null \
+    | sed 's/^inventory=//; s/inventory.yml$/fleet.json/' | sort -u \
+    | while read -r meta; do if [[ -e $meta ]]; then dirname "$meta"; fi; done || true)
+  if [[ -n "$left" ]]; then
+    say "a simulated fleet is still up in $left; take it down with:" \
+      "cd $project && ANSIBLE_COLLECTIONS_PATH=$tmp/collections molecule destroy --all" >&2
   else
     rm -rf "$tmp"
   fi
@@ -57,9 +63,8 @@ seen=$("$bin/ansible-galaxy" collection list gpufleet.serving --format json 2>/d
 if [[ "$seen" != "$tmp/collections/ansible_collections" ]]; then
   say "gpufleet.serving is seen elsewhere than the installed copy: $seen" >&2; exit 1
 fi
-"$bin/python" - "$repo" <<'EOF'
+"$bin/python" - <<'EOF'
 import os, sys
-repo = os.path.realpath(sys.argv[1])
 for path in sys.path:
     if os.path.isdir(os.path.join(path, "ansible_collections", "gpufleet")):
         sys.exit("example_from_tarball: a gpufleet collection on sys.path: %s" % path)
