@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # The worked example of docs/testing-your-role.md, run the way a user runs it: build the
-# collection tarball, install it into a temporary directory outside this checkout, copy
-# docs/examples/my_role into another temporary directory, and run `molecule test` there
+# collection tarball, install it into a temporary directory outside this checkout, copy the
+# example it ships (docs/examples/my_role) into another, and run `molecule test` there
 # with ANSIBLE_COLLECTIONS_PATH naming only the installed copy. Fails when the example does.
 #
 #   bash tests/tools/example_from_tarball.sh [SCENARIO...]   (default: every scenario)
 #
 # GPUFLEET_ANSIBLE_BIN: the bin/ of the Python environment with ansible-core, molecule,
 # nvidia-ml-py and psutil (default .venv/bin): the user's pip install, not the collection.
-# GPUFLEET_EXAMPLE_DIR: the example project to copy (default docs/examples/my_role).
+# GPUFLEET_EXAMPLE_DIR: the example project to copy (default docs/examples/my_role as the
+# tarball ships it, the copy docs/testing-your-role.md tells users to start from).
 # GPUFLEET_EXAMPLE_BREAK=1: break the copy (the role serves another model name than its
 # verify.yml expects), to see this script fail (docs/testing-your-role.md, "Is the CI check real?").
 # Needs root (the simulated fleet runs in PID and mount namespaces).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${GPUFLEET_ANSIBLE_BIN:-$repo/.venv/bin}
-example=${GPUFLEET_EXAMPLE_DIR:-$repo/docs/examples/my_role}
+example=${GPUFLEET_EXAMPLE_DIR:-}  # default: docs/examples/my_role of the installed copy
 say() { echo "example_from_tarball: $*"; }
 
 tmp=$(mktemp -d /tmp/gpufleet-example.XXXXXX)
@@ -55,6 +56,7 @@ test -f "$installed/MANIFEST.json"
 
 # 2. Prove that the installed copy is the only gpufleet.serving Ansible can see: the one
 # collection path, nothing from sys.path or site-packages, and no copy under ~/.ansible used.
+example=${example:-$installed/docs/examples/my_role}
 cp -r "$example" "$project"
 rm -rf "$project/.ansible"
 cd "$project"
@@ -112,4 +114,4 @@ leaks = {p for text in texts for p in paths.findall(text) if not p.startswith(ve
 if leaks:
     sys.exit("example_from_tarball: the run used files of the checkout: %s" % ", ".join(sorted(leaks)))
 EOF2
-say "passed: molecule test ${args[*]} of a copy of ${example#"$repo"/} against $(basename "$tarball") installed in $tmp/collections only"
+say "passed: molecule test ${args[*]} of a copy of ${example#"$tmp"/} against $(basename "$tarball") installed in $tmp/collections only"
