@@ -2,7 +2,7 @@
 
   simctl fleet up DIR --hosts N [--gpus 8] [--port 22] [--env KEY=VALUE ...]
                  [--gpu-model rtx_pro_6000|h100|h200|b200] [--gpu-memory-mib M]
-                 [--fault JSON ...] [--sglang JSON] [--ensure] [--check] [--json]
+                 [--fault JSON ...] [--sglang JSON] [--vllm JSON] [--ensure] [--check] [--json]
   simctl fleet status DIR [--json]
   simctl fleet down DIR [--check] [--json]
 
@@ -52,9 +52,10 @@ def _parser():
                            '"accept_length": 3.2}: each KEY becomes SGLANG_SIM_KEY')
     p_up.add_argument("--ensure", action="store_true",
                       help="keep a fleet with the same settings that is up in DIR; replace another")
-    for p in (p_up,):
-        p.add_argument("--check", action="store_true", help="say what would be done; do nothing")
-        p.add_argument("--json", action="store_true", help="the outcome as JSON on stdout")
+    p_up.add_argument("--vllm", type=json.loads, default={}, metavar="JSON",
+                      help='simulated vLLM knobs, e.g. {"accept_length": 3.0}: each KEY becomes VLLM_SIM_KEY')
+    p_up.add_argument("--check", action="store_true", help="say what would be done; do nothing")
+    p_up.add_argument("--json", action="store_true", help="the outcome as JSON on stdout")
     p_status = sub.add_parser("status", help="report each host")
     p_status.add_argument("dir")
     p_status.add_argument("--json", action="store_true", help="JSON instead of a table")
@@ -65,19 +66,20 @@ def _parser():
     return parser
 
 
-def sglang_env(knobs):
-    """SGLANG_SIM_* variables from the simulator knobs ({"profile": "fast", "accept_length": 3.2})."""
+def sglang_env(knobs, prefix="SGLANG_SIM_", flag="--sglang"):
+    """SGLANG_SIM_* variables from the simulator knobs ({"profile": "fast", "accept_length": 3.2});
+    VLLM_SIM_* with PREFIX "VLLM_SIM_" (the simulated vLLM's knobs)."""
     if not isinstance(knobs, dict):
-        raise ValueError("--sglang wants a JSON object, got %r" % (knobs,))
+        raise ValueError("%s wants a JSON object, got %r" % (flag, knobs))
     env = {}
     for key, value in knobs.items():
         if value is None:
             continue
         if not ENV_NAME.match(key):
-            raise ValueError("--sglang: %r is no knob name" % key)
+            raise ValueError("%s: %r is no knob name" % (flag, key))
         if isinstance(value, bool):
             value = "1" if value else "0"
-        env["SGLANG_SIM_" + key.upper()] = str(value)
+        env[prefix + key.upper()] = str(value)
     return env
 
 
@@ -147,6 +149,7 @@ def main(argv):
                 model["memory_mib"] = args.gpu_memory_mib
             env = _parse_env(args.env)
             env.update(sglang_env(args.sglang))
+            env.update(sglang_env(args.vllm, "VLLM_SIM_", "--vllm"))
             if args.ensure or args.check:
                 changed, action = fleet_ops.ensure(args.dir, args.hosts, args.gpus, args.port, env,
                                                    gpu_model=model, faults=args.fault,

@@ -44,6 +44,20 @@ def test_the_roles_sglang_knobs_are_the_simulators():
     assert set(role_options()["sim_fleet_sglang"]["options"]["profile"]["choices"]) == set(sim_args.PROFILES)
 
 
+def test_the_roles_vllm_knobs_are_the_simulators():
+    spec = importlib.util.spec_from_file_location(
+        "vllm_sim_args", os.path.join(paths.SIM, "pypath", "vllm", "_sim", "args.py"))
+    sim_args = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sim_args)
+    knobs = role_options()["sim_fleet_vllm"]["options"]
+    assert set(knobs) == set(sim_args.SIM_VALUES) | set(sim_args.SIM_SWITCHES)
+    for name, (unused, default, unused_help) in sim_args.SIM_VALUES.items():
+        if name != "seed":
+            assert "(default %g" % default in knobs[name]["description"], name
+    assert fleet_cli.sglang_env({"accept_length": 3.0, "survivors": True}, "VLLM_SIM_", "--vllm") == {
+        "VLLM_SIM_ACCEPT_LENGTH": "3.0", "VLLM_SIM_SURVIVORS": "1"}
+
+
 def test_the_roles_fault_kinds_are_the_kits():
     option = role_options()["sim_fleet_faults"]["options"]["kind"]
     assert set(option["choices"]) == set(fleet_ops.FAULT_KINDS)
