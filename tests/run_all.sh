@@ -26,6 +26,7 @@ stage sanity bash tests/tools/sanity.sh
 if compgen -G "molecule/*/molecule.yml" >/dev/null; then
   stage molecule molecule test --all
 fi
+stage example-from-tarball bash tests/tools/example_from_tarball.sh  # docs/testing-your-role.md's example, installed tarball
 
 # The same gates on the NEWEST supported ansible-core (.venv-newest, requirements-newest.txt):
 # sanity, one molecule scenario (EAGLE-3: both roles, their argument specs, idempotence)
