@@ -368,3 +368,16 @@ def test_sweep_users_spares_other_users_holders(gpu_root, ns):
     assert [(k["pid"], k["reason"]) for k in swept["killed"]] == [(pid, "device")]
     assert fleet_wait(lambda: not ns.alive(pid), timeout=10)
     assert used(root)[2] == 0
+
+
+def test_both_roles_hand_their_sweep_users_to_the_release():
+    # The module spares other users' holders (test above) only if the roles pass the list on:
+    # on a shared host a launch must not kill another user's job holding one of its GPUs.
+    for engine in ("sglang", "vllm"):
+        role = os.path.join(REPO, "roles", "%s_server" % engine)
+        with open(os.path.join(role, "tasks", "teardown.yml")) as handle:
+            tasks = yaml.safe_load(handle)
+        release = [t["gpufleet.serving.gpu_release"] for t in tasks if "gpufleet.serving.gpu_release" in t]
+        assert [r["sweep_users"] for r in release] == ["{{ %s_server_release_sweep_users }}" % engine]
+        with open(os.path.join(role, "defaults", "main.yml")) as handle:
+            assert yaml.safe_load(handle)["%s_server_release_sweep_users" % engine] == []
