@@ -119,7 +119,7 @@ def test_a_gpu_left_in_use_stops_the_host(request, tmp_path):
     assert run.returncode != 0, run.output[-6000:]
     h1, h2 = report["hosts"]["sim-h1"], report["hosts"]["sim-h2"]
     assert h1["sglang"]["outcome"] == h1["vllm"]["outcome"] == "ok"
-    assert h2["sglang"]["outcome"] == "failed"
+    assert h2.get("sglang", {}).get("outcome") == "failed", run.output[-6000:]
     assert h2["sglang"]["teardown"]["verified"] is False and h2["sglang"]["teardown"]["gpus_used"] == [3]
     assert h2["vllm"]["outcome"] == "skipped", h2["vllm"]
     assert "GPUs not verified free after sglang, so the next variants were not launched" in h2["vllm"]["reason"]
