@@ -202,9 +202,13 @@ def failures(hosts, variants=()):
             if rec is None:
                 out.append("%s %s: %s" % (host, name, NO_RESULT))
             elif rec["outcome"] != "ok":
-                out.append("%s %s: %s at stage %s: %s" % (host, name, rec["outcome"].upper(),
-                                                         rec.get("stage") or "?", rec["reason"]))
+                out.append(_not_ok_line(host, rec))
     return out
+
+
+def _not_ok_line(host, rec):
+    return "%s %s: %s at stage %s: %s" % (host, rec["variant"], rec["outcome"].upper(), rec.get("stage") or "?",
+                                          rec["reason"])
 
 
 # ---- lines and Markdown ------------------------------------------------------
@@ -231,8 +235,7 @@ def host_lines(report):
                 out.append("%s %s: %s" % (host, name, NO_RESULT))
                 continue
             if rec["outcome"] != "ok":
-                line = "%s %s: %s at stage %s: %s" % (host, name, rec["outcome"].upper(), rec.get("stage") or "?",
-                                                     rec["reason"])
+                line = _not_ok_line(host, rec)
             else:
                 fig, ratio = rec["figures"], rec["ratio"]
                 line = "%s %s: ok, single-stream %s tok/s (%s), peak %s tok/s (%s), accept length %s" % (
