@@ -114,8 +114,10 @@ def test_a_gpu_left_in_use_stops_the_host(request, tmp_path):
     # A protected daemon holds memory on sim-h2's GPU 3: no release may kill it, so no
     # teardown there can verify every GPU free.
     fleet.hold_gpu(2, 3, 2048, "nvidia-persistenced", daemon=True)
-    run, unused, report = _run(fleet, tmp_path, compare_release_timeout=3, sglang_server_release_timeout=3,
-                               vllm_server_release_timeout=3)
+    quick = {"compare_release_timeout": 3, "sglang_server_release_timeout": 3, "vllm_server_release_timeout": 3}
+    # Without the check before the first variant: sim-h2's first variant fails, and the check
+    # after its teardown stops the host there.
+    run, unused, report = _run(fleet, tmp_path, compare_clean_start=False, **quick)
     assert run.returncode != 0, run.output[-6000:]
     h1, h2 = report["hosts"]["sim-h1"], report["hosts"]["sim-h2"]
     assert h1["sglang"]["outcome"] == h1["vllm"]["outcome"] == "ok"
@@ -125,3 +127,12 @@ def test_a_gpu_left_in_use_stops_the_host(request, tmp_path):
     assert "GPUs not verified free after sglang, so the next variants were not launched" in h2["vllm"]["reason"]
     assert "sim-h2 vllm: SKIPPED at stage skipped: GPUs not verified free after sglang" in run.output
     _nothing_left(fleet, 1)
+
+    # With it (the default), nothing is launched on sim-h2 at all.
+    run, unused, report = _run(fleet, tmp_path, target="sim-h2", **quick)
+    assert run.returncode != 0, run.output[-6000:]
+    h2 = report["hosts"]["sim-h2"]
+    assert [h2[v]["outcome"] for v in ("sglang", "vllm")] == ["skipped", "skipped"], h2
+    assert "GPUs not verified free before the first variant, so no variant was launched" in h2["sglang"]["reason"]
+    assert "GPU 3" in h2["sglang"]["reason"] and "nvidia-persistenced" in h2["sglang"]["reason"]
+    assert "sglang" not in fleet.ssh(2, LEFT).stdout
