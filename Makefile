@@ -33,10 +33,10 @@ $(VENV_NEWEST)/.installed: requirements-newest.txt requirements-common.txt | sys
 	$(VPY_NEWEST) -m pip install -q -r requirements-newest.txt
 	touch $@
 
-build/fakenvml/libnvidia-ml.so.1: tests/sim/fakenvml/fakenvml.c $(VENV)/.installed
-	$(VPY) tests/sim/simctl gpu build build/fakenvml
+build/fakenvml/libnvidia-ml.so.1: sim/fakenvml/fakenvml.c $(VENV)/.installed
+	$(VPY) sim/simctl gpu build build/fakenvml
 
-# Real SGLang (no deps, own directory) for the simulator's command line: tests/sim/realsglang.py.
+# Real SGLang (no deps, own directory) for the simulator's command line: sim/realsglang.py.
 build/sglang-real/.installed: requirements-sglang.txt requirements-sglang-deps.txt $(VENV)/.installed
 	$(VPY) -m pip install -q -r requirements-sglang-deps.txt
 	rm -rf build/sglang-real && $(VPY) -m pip install -q --no-deps --target build/sglang-real -r requirements-sglang.txt
@@ -63,7 +63,7 @@ test: setup
 
 # The ruff stage of tests/run_all.sh alone (settings: ruff.toml).
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check plugins tests bench scripts
+	$(VENV)/bin/ruff check plugins tests bench scripts sim
 
 # The main job on its embedded default: a simulated 2-host fleet, swap_to_eagle.yml, the report.
 demo: setup

@@ -44,8 +44,8 @@ sys.path.insert(0, HERE)
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark  # noqa: E402
 
 BENCH_SERVER = os.path.join(REPO, "tests", "support", "servers", "standin.py")
-SIM_PY = os.path.join(REPO, "tests", "sim", "bin", "sglang-python")
-SIM_MODEL = os.path.join(REPO, "tests", "sim", "models", "kimi-k2.5-int4")
+SIM_PY = os.path.join(REPO, "sim", "bin", "sglang-python")
+SIM_MODEL = os.path.join(REPO, "sim", "models", "kimi-k2.5-int4")
 
 # Servers the benches measure against (client_ceiling.py imports these too);
 # each is stopped by the PID (or the session) this script started.
@@ -153,7 +153,7 @@ def variable():
 
 
 def sim_eagle3():
-    draft = os.path.join(REPO, "tests", "sim", "models", "aq-medai-kimi-k2-eagle3")
+    draft = os.path.join(REPO, "sim", "models", "aq-medai-kimi-k2-eagle3")
     srv = start_sim("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", draft,
                     "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
                     "--speculative-num-draft-tokens", "4")

@@ -69,7 +69,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--levels", type=int, nargs="+", default=[1, 16, 64])
     p.add_argument("--tokens", type=int, default=512)
-    p.add_argument("--sim", action="store_true", help="target tests/sim's SGLang server (not full speed)")
+    p.add_argument("--sim", action="store_true", help="target sim/'s SGLang server (not full speed)")
     a = p.parse_args()
     srv = start_sim() if a.sim else start_bench_server("--rate", "0", "--ttft", "0")
     try:

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """reset.yml and swap_to_eagle.yml on 8 simulated hosts at once, against 1 host.
 
-For 1 host and then for N hosts (default 8), a simulated fleet (tests/sim/simctl fleet: PID
+For 1 host and then for N hosts (default 8), a simulated fleet (sim/simctl fleet: PID
 and mount namespaces reached over real SSH, fake NVML, the simulated SGLang server with its
 fast start-up profile) runs, with `-f N` (all hosts at once; swap_serial 100%):
 
@@ -36,11 +36,11 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SIMCTL = os.path.join(REPO, "tests", "sim", "simctl")
+SIMCTL = os.path.join(REPO, "sim", "simctl")
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
-sys.path.insert(0, os.path.join(REPO, "tests", "sim"))
+sys.path.insert(0, os.path.join(REPO, "sim"))
 
-from simlib import fleet_proc  # noqa: E402  (tests/sim is put on the path above)
+from simlib import fleet_proc  # noqa: E402  (sim/ is put on the path above)
 
 
 def sh(cmd, timeout=600):

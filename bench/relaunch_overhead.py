@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What a relaunch (swap) costs beyond the server's own start-up, per host and for 2 hosts.
 
-Brings up a simulated fleet of two 8-GPU hosts (tests/sim/simctl fleet: PID and mount
+Brings up a simulated fleet of two 8-GPU hosts (sim/simctl fleet: PID and mount
 namespaces reached over real SSH, fake NVML, the simulated SGLang server with its fast
 start-up profile), launches the server on both, then times
 
@@ -38,7 +38,7 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SIMCTL = os.path.join(REPO, "tests", "sim", "simctl")
+SIMCTL = os.path.join(REPO, "sim", "simctl")
 PLAYBOOK = os.path.join(REPO, "playbooks", "launch.yml")
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
 FACT_TASKS = {"Record facts for later plays": "sglang_server_result",

@@ -5,7 +5,7 @@
 #   sudo scripts/demo.sh            (or: make demo)
 #
 # 1. make setup when the checkout is not set up yet (venv, fake NVML, collection link);
-# 2. tests/sim/simctl fleet up: 2 simulated hosts (own PID and mount namespaces, sshd on
+# 2. sim/simctl fleet up: 2 simulated hosts (own PID and mount namespaces, sshd on
 #    127.0.0.2/3, 8 fake GPUs each, the simulated SGLang server) in a temporary directory;
 # 3. playbooks/launch.yml: the base server on both hosts;
 # 4. playbooks/swap_to_eagle.yml: baseline benchmark, teardown with verified GPU release,
@@ -45,7 +45,7 @@ cleanup() {
     rc=$?
     if [ -e "$fleet/fleet.json" ] || [ -d "$fleet/hosts" ]; then
         echo "== bringing the simulated fleet down"
-        .venv/bin/python tests/sim/simctl fleet down "$fleet" || rc=1
+        .venv/bin/python sim/simctl fleet down "$fleet" || rc=1
     fi
     rm -rf "$work"
     exit $rc
@@ -54,8 +54,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== simulated fleet: 2 hosts x 8 GPUs (sshd on 127.0.0.2/3:$ssh_port, SGLang on :$server_port)"
-.venv/bin/python tests/sim/simctl fleet up "$fleet" --hosts 2 --gpus 8 --port "$ssh_port"
-.venv/bin/python tests/sim/simctl fleet status "$fleet"
+.venv/bin/python sim/simctl fleet up "$fleet" --hosts 2 --gpus 8 --port "$ssh_port"
+.venv/bin/python sim/simctl fleet status "$fleet"
 
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-1}
 vars=$(printf '{"sglang_server_port": %d, "swap_report_dir": "%s", "swap_bench_levels": [1, 16], "swap_bench_requests_per_level": 16, "swap_bench_warmup_requests": 4, "swap_bench_input_len": 128, "swap_bench_output_len": 64}' \

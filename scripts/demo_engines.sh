@@ -5,7 +5,7 @@
 #   sudo scripts/demo_engines.sh    (or: make demo-engines)
 #
 # 1. make setup when the checkout is not set up yet (venv, fake NVML, collection link);
-# 2. tests/sim/simctl fleet up: 2 simulated hosts (own PID and mount namespaces, sshd on
+# 2. sim/simctl fleet up: 2 simulated hosts (own PID and mount namespaces, sshd on
 #    127.0.0.2/3, 8 fake GPUs each, the simulated SGLang and vLLM servers) in a temporary directory;
 # 3. playbooks/compare_engines.yml with compare_eagle: base SGLang, base vLLM, SGLang + EAGLE-3,
 #    vLLM + EAGLE-3 on each host, one after another, every GPU verified free between them
@@ -43,7 +43,7 @@ cleanup() {
     rc=$?
     if [ -e "$fleet/fleet.json" ] || [ -d "$fleet/hosts" ]; then
         echo "== bringing the simulated fleet down"
-        .venv/bin/python tests/sim/simctl fleet down "$fleet" || rc=1
+        .venv/bin/python sim/simctl fleet down "$fleet" || rc=1
     fi
     rm -rf "$work"
     exit $rc
@@ -52,8 +52,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== simulated fleet: 2 hosts x 8 GPUs (sshd on 127.0.0.2/3:$ssh_port, servers on :$server_port)"
-.venv/bin/python tests/sim/simctl fleet up "$fleet" --hosts 2 --gpus 8 --port "$ssh_port"
-.venv/bin/python tests/sim/simctl fleet status "$fleet"
+.venv/bin/python sim/simctl fleet up "$fleet" --hosts 2 --gpus 8 --port "$ssh_port"
+.venv/bin/python sim/simctl fleet status "$fleet"
 
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-1}
 vars=$(printf '{"compare_eagle": true, "sglang_server_port": %d, "vllm_server_port": %d, "compare_report_dir": "%s", "compare_bench_levels": [1, 16], "compare_bench_requests_per_level": 16, "compare_bench_warmup_requests": 4, "compare_bench_input_len": 128, "compare_bench_output_len": 64}' \

@@ -3,7 +3,7 @@
 #   openssh-server, openssh-client  sshd and ssh for each simulated host
 #   tini                            each host's namespace init
 #   psmisc                          fuser;  util-linux: unshare and nsenter
-#   gcc, make                       the fake NVML library (tests/sim/fakenvml)
+#   gcc, make                       the fake NVML library (sim/fakenvml)
 #   git                             ansible-test sanity wants a git work tree
 #   python3-venv                    `python3 -m venv` with Debian's own Python
 # Installed packages: nothing to do. Missing ones: installed with apt-get when run as

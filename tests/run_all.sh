@@ -19,7 +19,7 @@ stage() {
 }
 
 stage changelog antsibull-changelog lint
-stage ruff ruff check plugins tests bench scripts
+stage ruff ruff check plugins tests bench scripts sim
 stage galaxy-build bash tests/tools/galaxy_build_install.sh
 stage ansible-lint ansible-lint --profile production --offline
 stage sanity bash tests/tools/sanity.sh

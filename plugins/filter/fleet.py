@@ -10,7 +10,17 @@ ansible-core documents its own filters; the code is in plugin_utils/_report/outc
 
 from __future__ import annotations
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome
+
+
+def engine_settings(name, host="", port="", instance=""):
+    """outcome.engine_settings, its ValueError (an unknown engine) as the filter's error."""
+    try:
+        return outcome.engine_settings(name, host, port, instance)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
 
 
 class FilterModule:
@@ -32,4 +42,5 @@ class FilterModule:
             "not_ok": outcome.not_ok,
             "reset_summary": outcome.reset_summary,
             "reset_table": outcome.reset_table,
+            "engine_settings": engine_settings,
         }

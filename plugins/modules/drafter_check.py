@@ -13,7 +13,8 @@ description:
   - Reads the drafter's and the target's C(config.json) on the host and checks what would otherwise
     fail only after a long model load - an EAGLE-3 draft class that SGLang 0.5.23 registers
     (C(LlamaForCausalLMEagle3), C(Eagle3DeepseekV2ForCausalLM); an EAGLE-1/2 drafter such as
-    C(LlamaForCausalLMEagle) is refused with a message saying so), equal C(hidden_size) and
+    C(LlamaForCausalLMEagle) is refused with a message saying so; with O(engine=vllm), one that vLLM 0.33.0's method
+    C(eagle3) loads), equal C(hidden_size) and
     C(vocab_size), C(draft_vocab_size) not above the vocabulary, every auxiliary layer id
     (C(eagle_config.eagle_aux_hidden_state_layer_ids)) below the target's C(num_hidden_layers),
     and the speculative numbers (all three or none; with top-k 1, draft tokens = steps + 1).
@@ -32,6 +33,14 @@ options:
     description: Directory of the target model (with C(config.json)).
     type: path
     required: true
+  engine:
+    description:
+      - The engine that loads the drafter, which decides the EAGLE-3 architectures accepted - V(sglang) (SGLang 0.5.23's
+        two draft classes) or V(vllm) (vLLM 0.33.0 with C(--speculative-config) method C(eagle3), which renames an
+        architecture C(X) to C(Eagle3X) unless it starts or ends with C(Eagle3), then looks it up in its registry).
+    type: str
+    choices: [sglang, vllm]
+    default: sglang
   num_steps:
     description: C(--speculative-num-steps).
     type: int
@@ -78,6 +87,7 @@ def main():
         argument_spec=dict(
             draft_model_path=dict(type="path", required=True),
             target_model_path=dict(type="path", required=True),
+            engine=dict(type="str", default="sglang", choices=["sglang", "vllm"]),
             num_steps=dict(type="int"),
             eagle_topk=dict(type="int"),
             num_draft_tokens=dict(type="int", no_log=False),

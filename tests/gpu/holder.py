@@ -10,7 +10,7 @@ loads), starts its --child holders (never reaping them), prints one JSON line
 {"pid": ..., "children": {title: pid}} once every holder is ready, and then sleeps
 until killed. --gib 0 without --context never touches CUDA (a server parent).
 
---backend fake holds memory on the fake GPU kit instead (tests/sim; FAKE_NVML_ROOT
+--backend fake holds memory on the fake GPU kit instead (sim/; FAKE_NVML_ROOT
 set), so the suite's own logic can be tried on a machine without a GPU.
 
 --catch-term installs a SIGTERM handler that does nothing (the process lives on;

@@ -3,7 +3,7 @@
 #
 #   tests/gpu/run_suite.sh [suite.py options]          on a host with NVIDIA GPUs, as root
 #   tests/gpu/run_suite.sh --fake [suite.py options]   the same cases on the fake GPU kit
-#                                                      (tests/sim), to try the suite itself
+#                                                      (sim/), to try the suite itself
 # Environment: PYTHON (default python3, the one with torch, psutil, nvidia-ml-py and
 # setproctitle); ansible-core must be importable by it (PYTHONPATH is passed on).
 set -euo pipefail
@@ -22,8 +22,8 @@ if [ "${1:-}" = "--fake" ]; then
     shift
     root="$(mktemp -d /tmp/gf-fakegpu.XXXXXX)"
     trap 'rm -rf "$root"' EXIT
-    "$py" "$repo/tests/sim/simctl" gpu init "$root" --gpus "${FAKE_GPUS:-2}" >/dev/null
-    eval "$("$py" "$repo/tests/sim/simctl" gpu env "$root")"
+    "$py" "$repo/sim/simctl" gpu init "$root" --gpus "${FAKE_GPUS:-2}" >/dev/null
+    eval "$("$py" "$repo/sim/simctl" gpu env "$root")"
     export GF_BACKEND=fake
 fi
 

@@ -569,7 +569,7 @@ def case_role(s):
     try:
         model = os.path.join(work, "model")
         os.makedirs(model)
-        with open(os.path.join(REPO, "tests/sim/models/kimi-k2.5-int4/config.json")) as handle:
+        with open(os.path.join(REPO, "sim/models/kimi-k2.5-int4/config.json")) as handle:
             config = json.load(handle)
         with open(os.path.join(model, "config.json"), "w") as handle:
             json.dump(config, handle)
@@ -578,12 +578,12 @@ def case_role(s):
         python = os.path.join(work, "sglang-python")
         with open(python, "w") as handle:  # the suite's python with the stand-in sglang package
             handle.write('#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}"\nexport PYTHONPATH\nexec "%s" "$@"\n'
-                         % (os.path.join(REPO, "tests/sim/pypath"), PY))
+                         % (os.path.join(REPO, "sim/pypath"), PY))
         os.chmod(python, 0o755)
         # The role runs `sglang serve` from beside sglang_server_python: the simulator's console script.
         entry = os.path.join(work, "sglang")
         with open(entry, "w") as handle:
-            handle.write('#!/bin/sh\nexec "%s" "%s" "$@"\n' % (python, os.path.join(REPO, "tests/sim/console/sglang")))
+            handle.write('#!/bin/sh\nexec "%s" "%s" "$@"\n' % (python, os.path.join(REPO, "sim/console/sglang")))
         os.chmod(entry, 0o755)
         result = os.path.join(work, "result.json")
         gpus = list(range(s.n))

@@ -1,4 +1,4 @@
-"""A simulated fleet (tests/sim/simctl fleet) for playbook tests.
+"""A simulated fleet (sim/simctl fleet) for playbook tests.
 
 Each test gets its own fleet in tmp_path on its own sshd port and SGLang port (fleets
 of other sessions may be up on the same 127.0.0.N addresses meanwhile). `fleet down`

@@ -5,7 +5,7 @@ EAGLE-3 server, each without and with an API key): sglang_server's command.yml a
 eagle_drafter's args.yml run in ansible-playbook against the example's host gpu01 (connection
 local, paths moved under tmp_path), and the secret --config file is written from the role's own
 task. Each argv then goes through real sglang 0.5.23's `prepare_server_args` (and its
---config merger), as `sglang serve` hands it over (tests/sim/realsglang.py: the pinned wheel,
+--config merger), as `sglang serve` hands it over (sim/realsglang.py: the pinned wheel,
 torch/triton stand-ins). A flag real SGLang does not know, or a --config key it refuses,
 fails here with SGLang's own message.
 """

@@ -1,6 +1,6 @@
 """Fleet faults: one host fails, clearly and on its own, while the other hosts finish.
 
-Real ansible-playbook over real SSH to a simulated fleet (tests/sim/simctl fleet), one fleet
+Real ansible-playbook over real SSH to a simulated fleet (sim/simctl fleet), one fleet
 per test on its own sshd and SGLang ports, taken down in a finalizer. The only processes a
 test kills are inside its own fleet's namespaces: the sshd of one host, found by the PID
 that sshd recorded in the fleet's host dir (start time checked), and that host's SSH

@@ -145,12 +145,12 @@ def test_module_through_ansible(server, tmp_path):
     assert "secret-key" not in dest.read_text()
 
 
-# --- the simulated SGLang server (tests/sim), when a colleague's kit is present ---------
+# --- the simulated SGLang server (sim/), when a colleague's kit is present ---------
 
 @pytest.fixture
 def sim_server(tmp_path):
     if not (SIM_PY.exists() and SIM_MODEL.exists()):
-        pytest.skip("the simulated SGLang server (tests/sim/bin/sglang-python) is absent")
+        pytest.skip("the simulated SGLang server (sim/bin/sglang-python) is absent")
     started = []
 
     def start(*extra):

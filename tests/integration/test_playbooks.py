@@ -1,6 +1,6 @@
 """The fleet playbooks end to end: real ansible-playbook, real SSH, simulated hosts.
 
-Every test brings up its own simulated fleet (tests/sim/simctl fleet up) on its own
+Every test brings up its own simulated fleet (sim/simctl fleet up) on its own
 sshd and SGLang ports and takes it down in a finalizer; the only processes a test kills
 are a fleet host's namespace init (by its recorded PID) and holders it started.
 Benchmarks are kept short (levels [1, 4], 32-token outputs) so the file stays in minutes.

@@ -233,7 +233,7 @@ def test_check_mode_reports_without_waiting(procs, tmp_path):
     assert rc == 0 and result["ready"] is True and result["changed"] is False
 
 
-@pytest.mark.skipif(not SIM_PYTHON.exists(), reason="the simulated SGLang (tests/sim) is not in this checkout")
+@pytest.mark.skipif(not SIM_PYTHON.exists(), reason="the simulated SGLang (sim/) is not in this checkout")
 @pytest.mark.parametrize("fail_warmup", [False, True], ids=["ready", "warmup_error"])
 def test_simulated_sglang(procs, tmp_path, fail_warmup):
     port = free_port()

@@ -57,7 +57,7 @@ def test_tested_version_is_the_pin():
 
 
 def test_the_tested_version_gives_no_warning(tmp_path):
-    out = run(tmp_path, os.path.join(REPO, "tests", "sim", "bin", "sglang-python"))
+    out = run(tmp_path, os.path.join(REPO, "sim", "bin", "sglang-python"))
     assert "VERSION-READ=%s" % TESTED in out
     assert "WARNING:" not in out
 

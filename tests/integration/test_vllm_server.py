@@ -1,10 +1,13 @@
 """The vllm_server role end to end: real ansible-playbook, real SSH, one simulated host
-running the simulated `vllm serve` (tests/sim/bin/vllm) on its fake GPUs.
+running the simulated `vllm serve` (sim/bin/vllm) on its fake GPUs (the fleet inventory
+sets vllm_server_python, vllm_server_host and vllm_server_model_path).
 
 Start (ready, vllm_server_result), a second run keeps the server, stop frees every GPU; and
 the survivor trap: with --sim-survivors, the API server killed by its PID leaves
 VLLM::EngineCore and the workers holding the GPUs, and state stopped (gpu_release with
-vLLM's kill set) kills them and verifies every GPU free.
+vLLM's kill set) kills them and verifies every GPU free. A speculative config with a drafter
+that does not fit the target, or a method vLLM does not know, fails before anything is
+stopped: the running server and its GPU memory stay as they were.
 """
 import json
 import os
@@ -15,7 +18,8 @@ from tests.support.paths import REPO
 
 pytestmark = needs_fleet
 
-VLLM_CLI = os.path.join(REPO, "tests", "sim", "bin", "vllm")
+VLLM_CLI = os.path.join(REPO, "sim", "bin", "vllm")
+MODELS = os.path.join(REPO, "sim", "models")
 KEY = "sekrit-vllm-key"
 FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.1", "--sim-kv-seconds", "0.05",
         "--sim-graph-seconds", "0.1"]
@@ -28,10 +32,6 @@ PLAYBOOK = """\
     - name: Run the role
       ansible.builtin.include_role:
         name: gpufleet.serving.vllm_server
-      vars:
-        vllm_server_host: "{{ sglang_server_host }}"
-        vllm_server_model_path: "{{ sglang_server_model_path }}"
-        vllm_server_python: "{{ sglang_server_python }}"
 
     - name: Save the facts
       ansible.builtin.copy:
@@ -43,9 +43,31 @@ PLAYBOOK = """\
 """
 
 
-def _run(fleet, tmp_path, name, expect_rc=0, **extra):
-    playbook = tmp_path / "vllm.yml"
-    playbook.write_text(PLAYBOOK)
+# The role in a block: the rescue saves how it failed and the registered drafter check.
+REFUSED_PLAYBOOK = """\
+- name: Run vllm_server, expecting a refusal
+  hosts: sim-h1
+  gather_facts: false
+  tasks:
+    - name: Run the role
+      block:
+        - name: Run vllm_server
+          ansible.builtin.include_role:
+            name: gpufleet.serving.vllm_server
+      rescue:
+        - name: Save how it failed
+          ansible.builtin.copy:
+            content: "{{ {'task': ansible_failed_task.name, 'msg': ansible_failed_result.msg | default(''),
+                          'check': vllm_server_drafter_check | default(none)} | to_json }}"
+            dest: "{{ facts_file }}"
+            mode: "0600"
+          delegate_to: localhost
+"""
+
+
+def _run(fleet, tmp_path, name, expect_rc=0, playbook_text=PLAYBOOK, **extra):
+    playbook = tmp_path / ("%s.yml" % name)
+    playbook.write_text(playbook_text)
     facts = tmp_path / ("%s.json" % name)
     extra_vars = {"facts_file": str(facts), "vllm_server_entry_point": VLLM_CLI,
                   "vllm_server_port": fleet.server_port, "vllm_server_progress_interval": 2,
@@ -62,8 +84,6 @@ def _gpus(fleet):
 
 def test_start_keep_stop(request, tmp_path):
     fleet = start_fleet(request, tmp_path, 1, 2471)
-    refused, unused = _run(fleet, tmp_path, "systemd", expect_rc=2, vllm_server_supervisor="systemd")
-    assert "systemd supervisor: not yet for vllm_server" in refused.output, refused.output[-3000:]
     unused, first = _run(fleet, tmp_path, "start", vllm_server_extra_args=FAST, vllm_server_api_key=KEY)
     result = first["result"]
     cmdline = fleet.ssh(1, "tr '\\0' ' ' < /proc/%d/cmdline" % result["pid"]).stdout
@@ -81,6 +101,24 @@ def test_start_keep_stop(request, tmp_path):
     unused, second = _run(fleet, tmp_path, "keep", vllm_server_extra_args=FAST, vllm_server_api_key=KEY)
     assert second["result"]["relaunched"] is False and second["result"]["pid"] == result["pid"]
     assert second["teardown"] is None  # no teardown ran
+
+    # A drafter with the wrong hidden size, and a method vLLM 0.33.0 does not know: refused before
+    # anything is stopped (the same server, the same GPU holders), the drafter check registered.
+    holders = sorted((g["index"], h["pid"]) for g in _gpus(fleet) for h in g["holders"])
+    mismatched = {"method": "eagle3", "model": os.path.join(MODELS, "mismatched-eagle3"), "num_speculative_tokens": 3}
+    unused, refused = _run(fleet, tmp_path, "mismatched", playbook_text=REFUSED_PLAYBOOK, vllm_server_extra_args=FAST,
+                           vllm_server_api_key=KEY, vllm_server_speculative_config=mismatched)
+    assert refused["task"] == "Check the drafter against the target before touching the server", refused
+    assert "hidden_size" in refused["msg"] and "4096" in refused["msg"] and "7168" in refused["msg"], refused
+    assert refused["check"]["failed"] is True, refused
+    unknown = dict(mismatched, method="eagle4", model=os.path.join(MODELS, "aq-medai-kimi-k2-eagle3"))
+    unused, refused = _run(fleet, tmp_path, "unknown", playbook_text=REFUSED_PLAYBOOK, vllm_server_extra_args=FAST,
+                           vllm_server_api_key=KEY, vllm_server_speculative_config=unknown)
+    assert refused["task"] == "Check the speculative method", refused
+    assert "eagle4 is not a speculative method vLLM 0.33.0 knows" in refused["msg"] and "eagle3" in refused["msg"]
+    assert refused["check"] is None, refused  # refused before the drafter check
+    assert sorted((g["index"], h["pid"]) for g in _gpus(fleet) for h in g["holders"]) == holders
+    fleet.ssh(1, "kill -0 %d" % result["pid"])  # the same API server still runs
 
     unused, stopped = _run(fleet, tmp_path, "stop", vllm_server_state="stopped")
     assert stopped["teardown"]["stopped"] is True, stopped

@@ -13,10 +13,11 @@ import time
 
 import psutil
 
+from tests.support import paths
 from tests.support.net import free_port
 from tests.support.polling import poll
 
-SIM = os.path.dirname(os.path.abspath(__file__))
+SIM = paths.SIM
 SGLANG_PYTHON = os.path.join(SIM, "bin", "sglang-python")
 SGLANG_CLI = os.path.join(SIM, "bin", "sglang")  # the `sglang serve` entry point
 MODELS = os.path.join(SIM, "models")

@@ -7,11 +7,13 @@ import sys
 import time
 
 import pytest
-from simlib import fakegpu  # tests/sim is on sys.path (tests/conftest.py)
+from simlib import fakegpu  # sim/ is on sys.path (tests/conftest.py)
+
+from tests.support import paths
 
 MIB = 1024 * 1024
 PY = sys.executable
-SIMCTL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simctl")
+SIMCTL = paths.SIMCTL
 
 IDLE_RESERVED = 615 * MIB
 TOTAL = 97887 * MIB

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from simlib import fleet_cli
+from simlib import fakegpu, fleet_cli, fleet_ops, fleet_proc
 
 from tests.support import paths
 from tests.support.polling import holds_within
@@ -240,6 +240,25 @@ def test_down_handles_a_host_that_died(request, tmp_path):
     assert sorted(os.listdir(fleet_dir)) == ["keep.txt"]  # others' files stay
 
 
+def test_down_ignores_a_reused_namespace_number(tmp_path):
+    # A host whose init died long ago: the kernel has freed its PID namespace, and the
+    # number recorded at `up` now names another namespace (here: this test's own, full of
+    # processes that are not the fleet's). down must neither wait for them nor fail.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    host_dir = tmp_path / "f" / "hosts" / "h1"
+    host_dir.mkdir(parents=True)
+    (host_dir / "host.json").write_text(json.dumps({
+        "name": "sim-h1", "init_pid": gone.pid, "init_start": 1,
+        "unshare_pid": gone.pid, "unshare_start": 1,
+        "pid_ns": os.readlink("/proc/self/ns/pid")}))
+    assert fleet_proc.pids_in_ns(os.readlink("/proc/self/ns/pid"))  # strangers do live there
+    out = []
+    fleet_ops.down(str(tmp_path / "f"), say=out.append)
+    assert out == ["fleet down: 1 hosts stopped, %s cleaned" % (tmp_path / "f")]
+    assert not (tmp_path / "f" / "hosts").exists()
+
+
 def fleet_processes_alive_hosts(fleet_dir):
     found = set()
     for state_file in fleet_dir.glob("hosts/h*/host.json"):
@@ -267,3 +286,46 @@ def test_names_the_package_of_a_missing_tool(monkeypatch, capsys, tmp_path):
     assert fleet_cli.main(["up", str(tmp_path / "f"), "--hosts", "1"]) == 2
     err = capsys.readouterr().err
     assert "tini" in err and "apt-get install tini" in err
+
+
+def fleet_json(*args):
+    return json.loads(simctl("fleet", *args).stdout)
+
+
+def test_gpu_model_faults_and_ensure(request, tmp_path):
+    """--gpu-model names the GPUs; the faults act on their host only; --ensure keeps the same fleet
+    and replaces another; --check changes nothing."""
+    fleet_dir, port = tmp_path / "f", 2223
+    request.addfinalizer(lambda: simctl("fleet", "down", fleet_dir))
+    held = {"kind": "gpu_held", "host": "sim-h1", "gpu": 1, "mib": 3000}
+    crash = {"kind": "warmup_crash", "host": "sim-h2"}
+    up = ["up", fleet_dir, "--hosts", 2, "--gpus", 2, "--port", port, "--ensure", "--json",
+          "--fault", json.dumps(held), "--fault", json.dumps(crash), "--sglang", '{"accept_length": 3.5}']
+    assert fleet_json(*up, "--gpu-model", "h100")["action"] == "started"
+    h1, h2 = fleet_dir / "hosts" / "h1", fleet_dir / "hosts" / "h2"
+    config = fakegpu.read_config(str(h1 / "gpu"))
+    assert (config["name"], config["memory_mib"], config["count"]) == ("NVIDIA H100 80GB HBM3", 81559, 2)
+    # The stranger is a process of sim-h1 (its PID namespace), holding 3000 MiB on GPU 1 only.
+    assert [g["used_mib"] for g in fakegpu.read_status(str(h1 / "gpu"))] == [0, 3000]
+    assert [g["used_mib"] for g in fakegpu.read_status(str(h2 / "gpu"))] == [0, 0]
+    ns = json.loads((h1 / "host.json").read_text())["pid_ns"]
+    titles = [psutil.Process(p).cmdline()[0] for p in fleet_proc.pids_in_ns(ns)]
+    assert fleet_ops.STRANGER_TITLE % 1 in titles
+    assert "SGLANG_SIM_FAIL_WARMUP=1\n" in (h2 / "session.env").read_text()
+    assert "SGLANG_SIM_FAIL_WARMUP" not in (h1 / "session.env").read_text()
+    assert "SGLANG_SIM_ACCEPT_LENGTH=3.5\n" in (h1 / "session.env").read_text()
+    init = json.loads((h1 / "host.json").read_text())["init_pid"]
+
+    assert fleet_json(*up, "--gpu-model", "h100") == {
+        "changed": False, "action": "kept", "inventory": str(fleet_dir / "inventory.yml")}
+    assert json.loads((h1 / "host.json").read_text())["init_pid"] == init
+    assert fleet_json(*up, "--gpu-model", "h200", "--check")["action"] == "would replace"
+    assert fakegpu.read_config(str(h1 / "gpu"))["name"] == "NVIDIA H100 80GB HBM3"
+    assert fleet_json(*up, "--gpu-model", "h200", "--gpu-memory-mib", 100000)["action"] == "replaced"
+    config = fakegpu.read_config(str(h1 / "gpu"))
+    assert (config["name"], config["memory_mib"]) == ("NVIDIA H200", 100000)
+
+    assert fleet_json("down", fleet_dir, "--check", "--json")["action"] == "would stop"
+    assert (fleet_dir / "fleet.json").exists()
+    assert fleet_json("down", fleet_dir, "--json")["changed"] is True
+    assert fleet_json("down", fleet_dir, "--json")["changed"] is False

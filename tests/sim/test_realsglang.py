@@ -1,4 +1,4 @@
-"""tests/sim/realsglang.py and what the simulator takes from real SGLang 0.5.23.
+"""sim/realsglang.py and what the simulator takes from real SGLang 0.5.23.
 
 Parsing runs in this process; the process-level checks (titles, entry points, the log
 lines, /server_info, /metrics) start a few simulated servers on loopback.
@@ -11,7 +11,9 @@ import pytest
 import realsglang
 from _server_fixtures import KIMI, Server
 
-SIM = os.path.dirname(os.path.abspath(__file__))
+from tests.support import paths
+
+SIM = paths.SIM
 ARGV = ["--model-path", "/models/m", "--tp-size", "2", "--api-key", "k"]
 
 
@@ -45,7 +47,7 @@ def test_only_torch_and_triton_are_stand_ins():
     for name, module in list(sys.modules.items()):
         if name.split(".")[0] in ("torch", "triton"):
             assert isinstance(module, standins._Module), name  # pylint: disable=protected-access
-    assert not os.path.exists(os.path.join(os.path.dirname(SIM), "..", "plugins", "standins"))
+    assert not os.path.exists(os.path.join(paths.REPO, "plugins", "standins"))
 
 
 def test_parse_returns_the_real_record():

@@ -21,11 +21,11 @@ try:
 except ImportError:  # the fake GPU kit is written separately
     fakegpu = None
 
-needs_gpus = pytest.mark.skipif(fakegpu is None, reason="fake GPU kit (tests/sim/simlib/fakegpu.py) absent")
+needs_gpus = pytest.mark.skipif(fakegpu is None, reason="fake GPU kit (sim/simlib/fakegpu.py) absent")
 SPEC = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", EAGLE,
         "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
         "--speculative-num-draft-tokens", "4", "--sim-accept-length", "2.6"]
-# The real 0.5.23 lines, in order (their emitters: tests/sim/pypath/sglang/_sim/worker.py).
+# The real 0.5.23 lines, in order (their emitters: sim/pypath/sglang/_sim/worker.py).
 PHASES = ["server_args={", "Init parallel begin.", "Load weight begin", "Load weight end",
           "KV Cache is allocated", "Capture target decode CUDA graph begin.",
           "Capture target decode CUDA graph end.", "Uvicorn running on http://%s:" % HOST,

@@ -1,5 +1,5 @@
 """Every `vllm serve` command line server_plan composes (engine=vllm) parses with the
-simulator's copy of vLLM 0.33.0's flag set (tests/sim/pypath/vllm/_sim/args.py, derived from
+simulator's copy of vLLM 0.33.0's flag set (sim/pypath/vllm/_sim/args.py, derived from
 the wheel by flags_gen.py) to the values the role asked for; the API key reaches the server
 only through the --config YAML the role writes (mode 0600), never the command line."""
 import json

@@ -1,4 +1,4 @@
-"""The vLLM 0.33.0 simulator (tests/sim/pypath/vllm): flag set, parse errors, process shape,
+"""The vLLM 0.33.0 simulator (sim/pypath/vllm): flag set, parse errors, process shape,
 log lines, HTTP routes, metrics and the survivor trap, against the collection's modules."""
 import http.client
 import importlib.util
@@ -15,14 +15,14 @@ import pytest
 from simlib import fakegpu
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import ENGINE_PATTERNS
-from tests.support import pidns, procfs
+from tests.support import paths, pidns, procfs
 from tests.support.ansible import run_module
 from tests.support.net import free_port
 from tests.support.polling import holds_within, poll
 
-SIM = pathlib.Path(__file__).resolve().parent
+SIM = pathlib.Path(paths.SIM)
 VLLM_CLI = str(SIM / "bin" / "vllm")
-VLLM_PYTHON = str(SIM / "bin" / "sglang-python")  # the project python with tests/sim/pypath
+VLLM_PYTHON = str(SIM / "bin" / "sglang-python")  # the project python with sim/pypath
 FLAGS_DIR = SIM / "pypath" / "vllm" / "_sim"
 KIMI = str(SIM / "models" / "kimi-k2.5-int4")
 EAGLE = str(SIM / "models" / "aq-medai-kimi-k2-eagle3")

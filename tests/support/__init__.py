@@ -18,8 +18,8 @@
              SGLang/vLLM start-up with --log), and launch.StandIn to run it from a test
   scripts/   process trees and probes the tests start as separate programs
 
-tests/conftest.py puts the repository root, build/collections and tests/sim on sys.path
+tests/conftest.py puts the repository root, build/collections and sim/ on sys.path
 once, so tests import `tests.support.*`, `ansible_collections.gpufleet.serving.*` and the
-simulator (`simlib`, `realsglang`) without touching sys.path themselves. tests/sim stays the
+simulator (`simlib`, `realsglang`) without touching sys.path themselves. sim/ is the
 engine simulator (a program, not a test helper).
 """

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Fake-GPU holders (tests/sim's `simctl gpu hold`) started for a test."""
+"""Fake-GPU holders (sim/'s `simctl gpu hold`) started for a test."""
 import subprocess
 
 from tests.support.paths import PYTHON, SIMCTL

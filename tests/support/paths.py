@@ -11,7 +11,7 @@ import os
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TESTS = os.path.join(REPO, "tests")
-SIM = os.path.join(TESTS, "sim")
+SIM = os.path.join(REPO, "sim")  # the simulator kit (shipped with the collection)
 SUPPORT = os.path.join(TESTS, "support")
 SCRIPTS = os.path.join(SUPPORT, "scripts")
 SERVERS = os.path.join(SUPPORT, "servers")

@@ -7,7 +7,7 @@
 - build/collections: `make setup` links build/collections/ansible_collections/gpufleet/serving
   to the repository root, and the collection's code is imported through that link,
   exactly as Ansible does;
-- tests/sim: the engine simulator's own packages (`simlib`, `realsglang`), which its
+- sim: the engine simulator's own packages (`simlib`, `realsglang`), which its
   programs (simctl, sglang-python) import under those names too.
 
 tests/conftest.py calls install() for pytest; the programs in tests/support/scripts/

@@ -20,6 +20,22 @@ EAGLE_ARCHITECTURES = ("LlamaForCausalLMEagle", "Qwen2ForCausalLMEagle", "Mistra
                        "MistralLarge3ForCausalLMEagle")
 
 
+# vLLM 0.33.0 with --speculative-config method eagle3 renames each drafter architecture X to
+# Eagle3X unless X starts or ends with Eagle3 (vllm/transformers_utils/configs/eagle.py,
+# EAGLEConfig) and loads that name from _SPECULATIVE_DECODING_MODELS
+# (vllm/model_executor/models/registry.py): the names there that load an EAGLE-3 module
+# (llama_eagle3, qwen3_eagle3, deepseek_eagle3).
+VLLM_EAGLE3_ARCHITECTURES = ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3MiniMaxM2ForCausalLM",
+                             "Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM", "Eagle3Qwen3ForCausalLM",
+                             "Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM", "PEagleDraftModel",
+                             "PeagleLlamaForCausalLM", "PeagleQwen3ForCausalLM")
+
+
+def vllm_eagle3_name(arch: str) -> str:
+    """The registry name vLLM 0.33.0's method eagle3 looks up for a drafter architecture."""
+    return arch if arch.startswith("Eagle3") or arch.endswith("Eagle3") else "Eagle3" + arch
+
+
 def load_config(model_path: str, role: str) -> dict:
     path = os.path.join(model_path, "config.json")
     try:
@@ -64,10 +80,26 @@ def check_architectures(archs: list) -> None:
                        "(expected %s)" % (archs, expected))
 
 
-def check_pair(drafter: dict, target: dict) -> dict:
+def check_vllm_architectures(archs: list) -> None:
+    """Refuse a drafter that vLLM 0.33.0's method eagle3 cannot load (its rename, then its registry)."""
+    if any(a in VLLM_EAGLE3_ARCHITECTURES or vllm_eagle3_name(a) in VLLM_EAGLE3_ARCHITECTURES for a in archs):
+        return
+    hint = ""
+    if any(a in EAGLE_ARCHITECTURES for a in archs):
+        hint = ("; it is an EAGLE-1/2 drafter: use an EAGLE-3 drafter for this target, or run this one with "
+                "--speculative-config method eagle")
+    raise InvalidInput("drafter architectures=%s is not an EAGLE-3 architecture vLLM 0.33.0 registers (method eagle3 "
+                       "loads %s; expected one of %s)%s"
+                       % (archs, [vllm_eagle3_name(a) for a in archs], ", ".join(VLLM_EAGLE3_ARCHITECTURES), hint))
+
+
+def check_pair(drafter: dict, target: dict, engine: str = "sglang") -> dict:
     """Raise InvalidInput naming the field and both values at the first mismatch."""
     archs = drafter.get("architectures") or []
-    check_architectures(archs)
+    if engine == "vllm":
+        check_vllm_architectures(archs)
+    else:
+        check_architectures(archs)
     for field in ("hidden_size", "vocab_size"):
         if drafter.get(field) != target.get(field):
             raise InvalidInput("%s differs: drafter %s=%s, target %s=%s"
@@ -90,5 +122,5 @@ def check_drafter(params: dict) -> dict:
     """The drafter_check module's result: the speculative numbers and the drafter/target pair checked."""
     check_speculative_numbers(params["num_steps"], params["eagle_topk"], params["num_draft_tokens"])
     drafter = check_pair(load_config(params["draft_model_path"], "drafter"),
-                         load_config(params["target_model_path"], "target"))
+                         load_config(params["target_model_path"], "target"), params.get("engine") or "sglang")
     return {"changed": False, "drafter": drafter}

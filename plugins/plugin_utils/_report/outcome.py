@@ -31,6 +31,16 @@ RESET_HEADER = RESET_ROW % ("host", "outcome", "killed", "GPUs free", "seconds",
                             "reason / protected holders (SIGKILL: processes that needed it)")
 
 
+# The engines the playbooks drive (their `engine` variable, default sglang). Each has a server
+# role gpufleet.serving.NAME_server whose facts are NAME_server_result / NAME_server_teardown
+# and whose variables are NAME_server_*; port: that role's default port (its defaults/main.yml).
+ENGINES = {
+    "sglang": {"title": "SGLang", "port": 30000},
+    "vllm": {"title": "vLLM", "port": 8000},
+}
+DEFAULT_ENGINE = "sglang"
+
+
 def _absent(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip() in ("", "None"))
 
@@ -55,9 +65,9 @@ def server_left(failure: Mapping[str, Any], drafter_check: Any = None, server: A
 
     FAILURE is the failure's record (its `stage`, recorded before the failure: start,
     baseline, eagle, eagle_benchmark; and `unreachable`), DRAFTER_CHECK the eagle_drafter
-    role's registered drafter check (None when it never ran), SERVER the sglang_server_result
-    fact. Until the drafter check has passed nothing was stopped; after it, the base server
-    may be gone.
+    role's registered drafter check (None when it never ran), SERVER the server's result fact
+    (sglang_server_result or vllm_server_result: the playbooks' fleet_server). Until the
+    drafter check has passed nothing was stopped; after it, the base server may be gone.
     """
     stage = failure.get("stage", "start")
     if failure.get("unreachable"):
@@ -109,7 +119,7 @@ def _with_line(record: dict) -> dict:
 
 def base_line(host: str, server: Mapping[str, Any], teardown: Any = None, bench: Any = None) -> str:
     """swap_to_base.yml's line for a host whose base server runs. SERVER is
-    sglang_server_result, TEARDOWN sglang_server_teardown (None when there was none),
+    the server's result fact (fleet_server), TEARDOWN its teardown fact (None when there was none),
     BENCH the llm_benchmark result (None without swap_benchmark)."""
     relaunched = bool(server.get("relaunched"))
     line = "%s: ok, base server at %s %s" % (
@@ -132,10 +142,16 @@ def launch_line(host: str, server: Mapping[str, Any]) -> str:
 
 def teardown_line(host: str, teardown: Mapping[str, Any], instance: str) -> str:
     """teardown.yml's line for a host: whether the server ran, the release's seconds and the
-    processes it signalled."""
-    return ("%s: stopped %s (was running: %s); GPUs verified free after %s s, %s processes signalled by the release"
+    processes it signalled (with their titles when TEARDOWN names them: vllm_server's
+    killed_titles)."""
+    line = ("%s: stopped %s (was running: %s); GPUs verified free after %s s, %s processes signalled by the release"
             % (host, instance, teardown.get("stopped"), num(teardown.get("release_seconds"), 2),
                teardown.get("killed")))
+    titles = [_short_command(str(t)) for t in teardown.get("killed_titles") or []]
+    if titles:
+        # vllm_server names them: e.g. a VLLM::EngineCore left behind by a killed API server.
+        line += " (%s)" % ", ".join(titles)
+    return line
 
 
 def bench_line(host: str, url: str, run: Any = None, error: Any = None) -> str:
@@ -148,6 +164,28 @@ def bench_line(host: str, url: str, run: Any = None, error: Any = None) -> str:
             % (host, url, num(summary.get("single_stream_tok_s")), num(summary.get("peak_tok_s")),
                summary.get("peak_concurrency"), num(summary.get("accept_length"), 2),
                summary.get("failed")))
+
+
+def engine_settings(name: Any, host: Any = "", port: Any = "", instance: Any = "") -> dict:
+    """What the playbooks need to know of the engine NAME (sglang or vllm; empty: sglang):
+    its title, server role, the names of that role's facts, the report labels, and with the
+    server's HOST, PORT and INSTANCE variables (empty: the role's defaults) its URL and
+    instance name. ValueError, naming the choices, for any other engine."""
+    name = _text(name) or DEFAULT_ENGINE
+    if name not in ENGINES:
+        raise ValueError("engine must be one of %s, not %r (-e engine=vllm runs vLLM; leave it out for SGLang)"
+                         % (", ".join(sorted(ENGINES)), name))
+    spec = ENGINES[name]
+    host = "127.0.0.1" if _absent(host) else _text(host)
+    port = spec["port"] if _absent(port) else int(port)
+    prefix = name + "_server_"
+    return {
+        "name": name, "title": spec["title"], "role": "gpufleet.serving." + prefix[:-1],
+        "vars_prefix": prefix, "result_fact": prefix + "result", "teardown_fact": prefix + "teardown",
+        "label": name, "eagle_label": name + "+eagle3",
+        "url": "http://%s:%d" % ("[%s]" % host if ":" in host else host, port),
+        "instance": "%s-%d" % (name, port) if _absent(instance) else _text(instance),
+    }
 
 
 def halt_batch(results: Iterable[Any], max_fail_percentage: Any = 100) -> bool:
@@ -182,8 +220,8 @@ def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, ser
                 teardown: Any = None) -> dict:
     """swap_to_eagle.yml's record of a host that completed, with its line: RUNS holds the llm_benchmark
     results (`baseline`, absent without swap_baseline, and `candidate`), BASE_SERVER the
-    sglang_server_result of the baseline step, SERVER the EAGLE-3 server's, TEARDOWN
-    sglang_server_teardown (None when the base server was not torn down)."""
+    server's result fact (fleet_server) of the baseline step, SERVER the EAGLE-3 server's, TEARDOWN
+    its teardown fact (None when the base server was not torn down)."""
     return _with_line({
         "host": host, "outcome": "ok", "stage": "done", "reason": "",
         "baseline_tok_s": _get(runs, "baseline", "summary", "single_stream_tok_s"),

@@ -20,7 +20,7 @@ import os
 import struct
 import sys
 
-# A program: tests/sim on sys.path
+# A program: sim/ on sys.path
 import _bootstrap  # noqa: F401  pylint: disable=unused-import
 
 MS_NOSUID, MS_NODEV = 2, 4

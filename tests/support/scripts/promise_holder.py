@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-# A program: tests/sim on sys.path
+# A program: sim/ on sys.path
 import _bootstrap  # noqa: F401,E402  pylint: disable=unused-import
 from simlib import fakegpu  # noqa: E402
 

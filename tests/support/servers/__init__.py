@@ -3,5 +3,5 @@
 One configurable OpenAI-compatible server: serving at once with a known token rate
 (llm_benchmark, benchmark_report, bench/client_*.py), or after a simulated SGLang/vLLM
 start-up (--log: log phases, 503 then 200, crashes) for server_wait's tests.
-tests/sim's simulated SGLang is the engine simulator, not this.
+sim/'s simulated SGLang is the engine simulator, not this.
 """

@@ -9,6 +9,7 @@ import pathlib
 
 import pytest
 import yaml
+from ansible.errors import AnsibleFilterError
 from jinja2 import Environment
 
 from ansible_collections.gpufleet.serving.plugins.filter.fleet import FilterModule
@@ -151,6 +152,49 @@ def test_launch_and_teardown_lines():
 
 
 # --- the controller's report ----------------------------------------------------------------
+
+def test_teardown_line_names_the_processes_vllm_server_killed():
+    teardown = {"stopped": False, "release_seconds": 0.25, "killed": 3,
+                "killed_titles": ["VLLM::EngineCore", "VLLM::Worker_TP0", "/opt/vllm/bin/python -m x"]}
+    assert o.teardown_line("h", teardown, "vllm-8000") == (
+        "h: stopped vllm-8000 (was running: False); GPUs verified free after 0.25 s, 3 processes signalled "
+        "by the release (VLLM::EngineCore, VLLM::Worker_TP0, python -m x)")
+
+
+# --- engine_settings: the playbooks' engine, checked once --------------------------------------
+
+def test_engine_settings_default_sglang():
+    spec = o.engine_settings("")
+    assert spec == o.engine_settings("sglang")
+    assert (spec["name"], spec["title"], spec["role"]) == ("sglang", "SGLang", "gpufleet.serving.sglang_server")
+    assert (spec["result_fact"], spec["teardown_fact"]) == ("sglang_server_result", "sglang_server_teardown")
+    assert (spec["label"], spec["eagle_label"]) == ("sglang", "sglang+eagle3")
+    assert (spec["url"], spec["instance"]) == ("http://127.0.0.1:30000", "sglang-30000")
+
+
+def test_engine_settings_vllm_with_the_servers_variables():
+    spec = o.engine_settings("vllm", "10.0.0.5", "8100")
+    assert (spec["role"], spec["vars_prefix"]) == ("gpufleet.serving.vllm_server", "vllm_server_")
+    assert (spec["result_fact"], spec["eagle_label"]) == ("vllm_server_result", "vllm+eagle3")
+    assert (spec["url"], spec["instance"]) == ("http://10.0.0.5:8100", "vllm-8100")
+    assert o.engine_settings("vllm")["url"] == "http://127.0.0.1:8000"  # the role's default port
+    assert o.engine_settings("vllm", "::1", 8000, "mine")["url"] == "http://[::1]:8000"
+    assert o.engine_settings("vllm", instance="mine")["instance"] == "mine"
+
+
+@pytest.mark.parametrize("name", ["tgi", "SGLang", "any"])
+def test_engine_settings_refuses_another_engine(name):
+    with pytest.raises(ValueError, match="engine must be one of sglang, vllm, not '%s'" % name):
+        o.engine_settings(name)
+
+
+def test_engine_settings_filter_raises_the_filter_error():
+    env = Environment()
+    env.filters.update(FilterModule().filters())
+    with pytest.raises(AnsibleFilterError, match="engine must be one of"):
+        env.from_string("{{ 'tgi' | engine_settings }}").render()
+    assert env.from_string("{{ ('vllm' | engine_settings('h', 9)).url }}").render() == "http://h:9"
+
 
 def test_report_lines_and_not_ok():
     results = [{"host": "b", "outcome": "failed", "line": "b: FAILED"}, {"host": "a", "outcome": "ok", "line": "a: ok"}]

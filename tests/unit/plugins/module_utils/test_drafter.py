@@ -88,3 +88,29 @@ def test_missing_config_says_which_path(tmp_path):
     with pytest.raises(InvalidInput) as err:
         _drafter.load_config(str(tmp_path / "nope"), "drafter")
     assert "drafter config" in err.value.msg and "config.json cannot be read" in err.value.msg
+
+
+# vLLM 0.33.0 (engine vllm): method eagle3 renames X to Eagle3X unless X starts or ends with Eagle3
+# (vllm/transformers_utils/configs/eagle.py), then loads it from its registry.
+@pytest.mark.parametrize("arch", ["LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLM",
+                                  "Eagle3DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "Qwen3ForCausalLM"])
+def test_vllm_loads_these_drafters(arch):
+    checked = _drafter.check_pair(with_change(DRAFTER, ["architectures"], [arch]), TARGET, "vllm")
+    assert checked["architectures"] == [arch] and checked["hidden_size"] == 7168
+
+
+@pytest.mark.parametrize("arch, words", [
+    ("LlamaForCausalLMEagle", "it is an EAGLE-1/2 drafter"),
+    ("MistralForCausalLM", "method eagle3 loads ['Eagle3MistralForCausalLM']"),
+    ("Qwen3ForCausalLMEagle3x", "is not an EAGLE-3 architecture vLLM 0.33.0 registers"),
+])
+def test_vllm_refuses_what_it_cannot_load(arch, words):
+    with pytest.raises(InvalidInput) as err:
+        _drafter.check_pair(with_change(DRAFTER, ["architectures"], [arch]), TARGET, "vllm")
+    assert words in err.value.msg
+
+
+def test_vllm_still_checks_the_fields():
+    with pytest.raises(InvalidInput) as err:
+        _drafter.check_pair(with_change(DRAFTER, ["hidden_size"], 4096), TARGET, "vllm")
+    assert "hidden_size differs: drafter hidden_size=4096, target hidden_size=7168" in err.value.msg

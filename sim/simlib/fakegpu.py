@@ -1,0 +1,428 @@
+"""The fake GPU kit: a host root whose GPUs the real nvidia-ml-py can see.
+
+Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads it):
+
+  ROOT/dev/nvidia0..N-1, nvidiactl, nvidia-uvm, nvidia-caps/nvidia-cap1,2
+        regular files of one page: holders open and mmap them, so `fuser` and
+        /proc/PID/maps show holders exactly as on a real host
+  ROOT/lib/libnvidia-ml.so.1   the fake NVML
+  ROOT/nvml/config             key=value: count, name, memory_mib, reserved_mib,
+                               driver_version, release_delay_ms, context_mib, uuid<N>
+                               (context_mib: what each holder's CUDA context costs on
+                               each of its GPUs on top of its allocation; 0 by default,
+                               ~612 MiB on a real H200 with driver 580)
+  ROOT/nvml/alloc/.lock        readers and registering holders flock it (LOCK_EX)
+  ROOT/nvml/alloc/a-G-P-T      one allocation on GPU G by pid P (as P's own PID
+                               namespace sees it): lines gpu, pid, starttime, mib.
+                               Its holder keeps LOCK_EX on it while the process
+                               lives; the kernel drops the lock at exit (a zombie
+                               has no files), which is what "released" means.
+  ROOT/nvml/alloc/r-G-P-T-MS   a released allocation, first seen released at
+                               CLOCK_MONOTONIC MS; counted as used until
+                               release_delay_ms (default 120) has passed, then
+                               removed by a reader. On a real H200 the 0.12-0.4 s
+                               go by inside the process's exit and memory is free
+                               once it is gone: release_delay_ms=0 is that (the
+                               default keeps the stricter, later release). The
+                               clock starts at the first read after the exit, so a
+                               caller that polls sees what a real driver shows; one
+                               single read long after the exit still sees it held.
+  ROOT/nvml/faults/            fault switches (set_fault / `simctl gpu fault`):
+      hang      while it exists, every NVML call sleeps (interruptibly) until it is gone
+      lost<N>   calls on GPU N (handle lookups included) return NVML_ERROR_GPU_IS_LOST
+      no_v2     nvmlDeviceGetMemoryInfo_v2 returns NVML_ERROR_FUNCTION_NOT_FOUND
+
+Use from Python (sim/ on sys.path):
+
+    from simlib import fakegpu
+    fakegpu.init(root, gpus=8)
+    h = fakegpu.hold(root, [0, 1], 20000)   # raises fakegpu.OutOfMemory if it does not fit
+    ...                                     # lives as long as the process, or until h.close()
+"""
+import fcntl
+import mmap
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+
+from simlib import fleet_proc, layout
+
+DEFAULT_NAME = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+DEFAULT_MEMORY_MIB = 97887
+# GPU models a fleet can have (`simctl fleet up --gpu-model`): the name and total memory
+# NVML reports. rtx_pro_6000 is the default above; h200 as measured (docs/real-gpu.md);
+# h100 (80GB HBM3 SXM) and b200 as nvidia-smi shows them on those boards.
+GPU_MODELS = {
+    "rtx_pro_6000": {"name": DEFAULT_NAME, "memory_mib": DEFAULT_MEMORY_MIB},
+    "h100": {"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559},
+    "h200": {"name": "NVIDIA H200", "memory_mib": 143771},
+    "b200": {"name": "NVIDIA B200", "memory_mib": 183359},
+}
+DEFAULT_RESERVED_MIB = 615
+DEFAULT_DRIVER = "580.95.05"
+DEFAULT_RELEASE_DELAY_MS = 120
+LIB_NAME = "libnvidia-ml.so.1"
+FAULTS = ("hang", "lost", "no_v2")
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+C_SOURCE = os.path.join(os.path.dirname(_HERE), "fakenvml", "fakenvml.c")
+PREBUILT = layout.FAKENVML_LIB  # build/fakenvml of the checkout or of the built kit
+PAGE = mmap.PAGESIZE
+_LIVE = []  # holdings last as long as the process unless closed: keep them from GC
+
+
+class OutOfMemory(RuntimeError):
+    """Like CUDA's 'CUDA out of memory. Tried to allocate ...'."""
+
+
+# ---- building and making a root ------------------------------------------------
+
+def build(outdir):
+    """Compile the fake NVML into OUTDIR/libnvidia-ml.so.1; returns its path."""
+    os.makedirs(outdir, exist_ok=True)
+    out = os.path.join(outdir, LIB_NAME)
+    tmp = out + ".tmp%d" % os.getpid()
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-Wall",
+                    "-Wl,-soname," + LIB_NAME, "-o", tmp, C_SOURCE], check=True)
+    os.replace(tmp, out)  # a process that has the old one mapped keeps it intact
+    return out
+
+
+def _install_lib(root, lib=None):
+    """Copy LIB, else build/fakenvml's library if it is up to date, else compile."""
+    dest = os.path.join(root, "lib", LIB_NAME)
+    if lib is None and os.path.exists(PREBUILT) \
+            and os.path.getmtime(PREBUILT) >= os.path.getmtime(C_SOURCE):
+        lib = PREBUILT
+    if lib is None:
+        build(os.path.join(root, "lib"))
+        return
+    tmp = dest + ".tmp%d" % os.getpid()
+    shutil.copyfile(lib, tmp)
+    os.replace(tmp, dest)  # processes that have the old one mapped keep it intact
+
+
+def _touch_device(path):
+    if not os.path.exists(path) or os.path.getsize(path) < PAGE:
+        with open(path, "ab") as f:
+            f.truncate(PAGE)
+    os.chmod(path, 0o666)  # as /dev/nvidia* on a real host
+
+
+def init(root, gpus=8, name=DEFAULT_NAME, memory_mib=DEFAULT_MEMORY_MIB,
+         reserved_mib=DEFAULT_RESERVED_MIB, driver_version=DEFAULT_DRIVER,
+         release_delay_ms=DEFAULT_RELEASE_DELAY_MS, lib=None, context_mib=0):
+    """Make (or refresh) a fake GPU host root. Keeps UUIDs and live allocations.
+
+    LIB: a built libnvidia-ml.so.1 to copy (tests build it once per session)."""
+    root = os.path.abspath(root)
+    dev = os.path.join(root, "dev")
+    for d in (dev, os.path.join(dev, "nvidia-caps"), os.path.join(root, "lib"),
+              os.path.join(root, "nvml", "faults")):
+        os.makedirs(d, exist_ok=True)
+    alloc = os.path.join(root, "nvml", "alloc")
+    os.makedirs(alloc, exist_ok=True)
+    os.chmod(alloc, 0o777)  # any user's CUDA process may register memory
+    for i in range(gpus):
+        _touch_device(os.path.join(dev, "nvidia%d" % i))
+    for extra in ("nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1", "nvidia-caps/nvidia-cap2"):
+        _touch_device(os.path.join(dev, extra))
+    for entry in os.listdir(dev):  # a smaller re-init drops the extra GPUs
+        if entry.startswith("nvidia") and entry[6:].isdigit() and int(entry[6:]) >= gpus:
+            os.unlink(os.path.join(dev, entry))
+
+    old = read_config(root) if os.path.exists(_config_path(root)) else {}
+    conf = {"count": gpus, "name": name, "memory_mib": memory_mib,
+            "reserved_mib": reserved_mib, "driver_version": driver_version,
+            "release_delay_ms": release_delay_ms, "context_mib": int(context_mib)}
+    for i in range(gpus):
+        conf["uuid%d" % i] = old.get("uuid%d" % i) or "GPU-%s" % uuid.uuid4()
+    _write_atomic(_config_path(root), "".join("%s=%s\n" % kv for kv in conf.items()))
+    _install_lib(root, lib)
+    return root
+
+
+def _write_atomic(path, text):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def _config_path(root):
+    return os.path.join(root, "nvml", "config")
+
+
+def read_config(root):
+    conf = {}
+    with open(_config_path(root)) as f:
+        for line in f:
+            key, sep, value = line.rstrip("\n").partition("=")
+            if sep:
+                conf[key] = int(value) if value.isdigit() else value
+    return conf
+
+
+def env(root, base=None):
+    """The environment a process needs (at start) to see this root's GPUs."""
+    root = os.path.abspath(root)
+    base = os.environ if base is None else base
+    lib = os.path.join(root, "lib")
+    old = base.get("LD_LIBRARY_PATH", "")
+    return {"LD_LIBRARY_PATH": lib + (":" + old if old else ""),
+            "FAKE_NVML_ROOT": root,
+            "GPUFLEET_NVIDIA_DEVICES": os.path.join(root, "dev")}
+
+
+# ---- faults -------------------------------------------------------------------
+
+def fault_path(root, kind, gpu=None):
+    if kind not in FAULTS:
+        raise ValueError("unknown fault %r (one of %s)" % (kind, ", ".join(FAULTS)))
+    if kind == "lost":
+        if gpu is None:
+            raise ValueError("fault 'lost' needs a GPU index")
+        kind = "lost%d" % int(gpu)
+    return os.path.join(os.path.abspath(root), "nvml", "faults", kind)
+
+
+def set_fault(root, kind, gpu=None, clear=False):
+    path = fault_path(root, kind, gpu)
+    if clear:
+        if os.path.exists(path):
+            os.unlink(path)
+    else:
+        open(path, "a").close()
+    return path
+
+
+# ---- reading allocations (must agree with scan_gpu() in fakenvml.c) -------------
+
+_proc_starttime = fleet_proc.start_time  # field 22 of /proc/PID/stat, or None once gone
+
+
+def _proc_inner_pid(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except OSError:
+        pass
+    return None
+
+
+def visible_pid(pid, starttime):
+    """The PID our /proc shows for a holder, or None if we cannot see it."""
+    if _proc_starttime(pid) == starttime:
+        return pid
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            cand = int(entry)
+            if _proc_starttime(cand) == starttime and _proc_inner_pid(cand) == pid:
+                return cand
+    return None
+
+
+def _read_alloc(fd):
+    fields = {}
+    for line in os.pread(fd, 1024, 0).decode().splitlines():
+        key, unused, value = line.partition("=")
+        fields[key] = int(value) if value.isdigit() else value
+    return fields
+
+
+class _ReaderLock:
+    """alloc/.lock: one reader or registering holder at a time."""
+
+    def __init__(self, root):
+        self.path = os.path.join(root, "nvml", "alloc", ".lock")
+
+    def __enter__(self):
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:
+            self.fd = os.open(self.path, os.O_RDONLY)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)  # closing drops the flock
+
+
+def _scan(root, delay_ms):
+    """Per GPU: {'used': MiB, 'releasing': MiB, 'holders': {pid: MiB}}. Lock held by caller."""
+    alloc = os.path.join(root, "nvml", "alloc")
+    now = time.monotonic_ns() // 1_000_000  # CLOCK_MONOTONIC, as the C side
+    gpus = {}
+    for name in os.listdir(alloc):
+        if name[:2] not in ("a-", "r-"):
+            continue
+        path = os.path.join(alloc, name)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            rec = _read_alloc(fd)
+            gpu = gpus.setdefault(int(name[2:].split("-")[0]),
+                                  {"used": 0, "releasing": 0, "holders": {}})
+            mib = rec.get("mib", 0)
+            if name[0] == "a":
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:  # holder alive
+                    gpu["used"] += mib
+                    vis = visible_pid(rec.get("pid", -1), rec.get("starttime"))
+                    if vis is not None:
+                        gpu["holders"][vis] = gpu["holders"].get(vis, 0) + mib
+                    continue
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                if delay_ms <= 0:  # no delay: free once the holder is gone (as on an H200)
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+                    continue
+                try:  # start its release clock
+                    os.rename(path, os.path.join(alloc, "r-%s-%d" % (name[2:], now)))
+                except OSError:
+                    pass
+                gpu["used"] += mib
+                gpu["releasing"] += mib
+            elif now - int(name.rsplit("-", 1)[1]) >= delay_ms:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+            else:
+                gpu["used"] += mib
+                gpu["releasing"] += mib
+        finally:
+            os.close(fd)
+    return gpus
+
+
+def read_status(root):
+    """What `simctl gpu status` prints: one dict per GPU (v2 semantics for used_mib)."""
+    root = os.path.abspath(root)
+    conf = read_config(root)
+    with _ReaderLock(root):
+        gpus = _scan(root, conf["release_delay_ms"])
+    out = []
+    for i in range(conf["count"]):
+        g = gpus.get(i, {"used": 0, "releasing": 0, "holders": {}})
+        out.append({
+            "index": i,
+            "uuid": conf.get("uuid%d" % i),
+            "total_mib": conf["memory_mib"],
+            "reserved_mib": conf["reserved_mib"],
+            "used_mib": g["used"],
+            "free_mib": max(conf["memory_mib"] - conf["reserved_mib"] - g["used"], 0),
+            "releasing_mib": g["releasing"],
+            "holders": [{"pid": p, "mib": m} for p, m in sorted(g["holders"].items())],
+        })
+    return out
+
+
+# ---- holding memory ---------------------------------------------------------------
+
+class Holding:
+    """Device files opened and mmapped, and allocations registered, for one process."""
+
+    def __init__(self, root, gpus, mib, device_files=None, map_gpus=True):
+        self.root, self.gpus, self.mib = root, list(gpus), mib
+        self.device_files = dict(device_files or {})  # gpu -> path to open instead of dev/nvidiaN
+        self.map_gpus = map_gpus
+        self.pid = os.getpid()
+        self._fds, self._maps, self._allocs = [], [], []  # allocs: (path, locked fd)
+
+    def _open_devices(self):
+        dev = os.path.join(self.root, "dev")
+        names = ["nvidiactl", "nvidia-uvm"] + ["nvidia%d" % g for g in self.gpus]
+        paths = {"nvidia%d" % g: p for g, p in self.device_files.items()}
+        for name in names + ["nvidia-caps/nvidia-cap1", "nvidia-caps/nvidia-cap2"]:
+            fd = os.open(paths.get(name) or os.path.join(dev, name), os.O_RDWR)
+            self._fds.append(fd)
+            if name in names and (self.map_gpus or not name[6:].isdigit()):
+                # a CUDA context maps ctl, uvm and each GPU
+                self._maps.append(mmap.mmap(fd, PAGE, mmap.MAP_SHARED))
+
+    def _register(self, gpu, starttime):
+        alloc = os.path.join(self.root, "nvml", "alloc")
+        base = "%d-%d-%s" % (gpu, self.pid, secrets.token_hex(4))
+        tmp = os.path.join(alloc, ".t-" + base)
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        # Lock before it becomes visible: an unlocked a-* file means "holder gone".
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, ("gpu=%d\npid=%d\nstarttime=%d\nmib=%d\n"
+                      % (gpu, self.pid, starttime, self.mib)).encode())
+        path = os.path.join(alloc, "a-" + base)
+        os.rename(tmp, path)
+        self._allocs.append((path, fd))
+
+    def close(self):
+        """Release early (like cudaFree + context destroy): memory is free at once."""
+        if self._allocs:
+            with _ReaderLock(self.root):
+                for path, fd in self._allocs:
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass
+                    os.close(fd)
+        self._allocs = []
+        for m in self._maps:
+            m.close()
+        for fd in self._fds:
+            os.close(fd)
+        self._maps, self._fds = [], []
+        if self in _LIVE:
+            _LIVE.remove(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def hold(root, gpus, mib, device_files=None, map_gpus=True):
+    """Open+mmap the GPUs' device files and allocate MIB MiB on each, for this process.
+
+    device_files: {gpu: path} opened instead of ROOT/dev/nvidiaN (a container's
+    renamed node, a bind mount); map_gpus=False: open the GPUs' files, map none.
+    """
+    root = os.path.abspath(root)
+    conf = read_config(root)
+    gpus = sorted(set(int(g) for g in gpus))
+    for g in gpus:
+        if not 0 <= g < conf["count"]:
+            raise ValueError("no GPU %d on %s (it has %d)" % (g, root, conf["count"]))
+    # A real CUDA process is charged its context too (NVML per process and v2 used).
+    h = Holding(root, gpus, int(mib) + int(conf.get("context_mib", 0)), device_files, map_gpus)
+    try:
+        h._open_devices()
+        starttime = _proc_starttime(h.pid)
+        with _ReaderLock(root):  # check-and-register is atomic against other holders
+            state = _scan(root, conf["release_delay_ms"])
+            for g in gpus:
+                used = state.get(g, {}).get("used", 0)
+                free = conf["memory_mib"] - conf["reserved_mib"] - used
+                if h.mib > free:
+                    raise OutOfMemory(
+                        "CUDA out of memory. Tried to allocate %d MiB. GPU %d has a total "
+                        "capacity of %d MiB of which %d MiB is free."
+                        % (h.mib, g, conf["memory_mib"], max(free, 0)))
+            for g in gpus:
+                h._register(g, starttime)
+    except BaseException:
+        h.close()
+        raise
+    _LIVE.append(h)
+    return h
