@@ -12,7 +12,7 @@ VENV_NEWEST := .venv-newest
 VPY_NEWEST := $(VENV_NEWEST)/bin/python
 COLL_LINK := build/collections/ansible_collections/gpufleet/serving
 
-.PHONY: setup setup-vllm system-packages test lint demo bench clean
+.PHONY: setup setup-vllm system-packages test lint demo demo-engines bench clean
 
 setup: system-packages $(VENV)/.installed $(VENV_NEWEST)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK) build/sglang-real/.installed
 
@@ -68,6 +68,10 @@ lint: $(VENV)/.installed
 # The main job on its embedded default: a simulated 2-host fleet, swap_to_eagle.yml, the report.
 demo: setup
 	bash scripts/demo.sh
+
+# The engine comparison on a simulated 2-host fleet: compare_engines.yml with EAGLE-3, the table.
+demo-engines: setup
+	bash scripts/demo_engines.sh
 
 bench: setup
 	$(VPY) bench/release_vs_oneliner.py

@@ -15,6 +15,11 @@ import os
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare import compare, host_lines
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare import render as render_comparison
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare_plot import (
+    render_png as render_comparison_png,
+)
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.markdown import render
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import merge
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.plot import render_png
@@ -35,7 +40,26 @@ def _differs(path, data):
 
 def build_report(results, dest_dir, title, baseline_label, candidate_label, basename="benchmark",
                  check_mode=False):
+    """The baseline/candidate report (merge.py) written as JSON, Markdown and PNG."""
     report = merge(_plain(results), title, baseline_label, candidate_label)
+    return write_report(report, dest_dir, basename, render, render_png, check_mode=check_mode)
+
+
+def build_comparison(records, dest_dir, title, reference="sglang", variants=None, basename="compare",
+                     check_mode=False):
+    """The engine comparison (compare.py) written as JSON, Markdown and PNG; `lines` and
+    `failures` added for the playbook's closing output."""
+    report = compare(_plain(records), title, reference, variants)
+    out = write_report(report, dest_dir, basename, render_comparison, render_comparison_png,
+                       check_mode=check_mode)
+    out["lines"] = host_lines(report)
+    out["failures"] = list(report["failures"])
+    return out
+
+
+def write_report(report, dest_dir, basename, render_markdown, render_plot, check_mode=False):
+    """Write REPORT (a plain dict) as BASENAME.json, .md (render_markdown) and .png
+    (render_plot; none without matplotlib) under DEST_DIR, each only where it differs."""
     dest_dir = os.path.abspath(os.path.expanduser(dest_dir))
     paths = {
         "json": os.path.join(dest_dir, basename + ".json"),
@@ -44,12 +68,12 @@ def build_report(results, dest_dir, title, baseline_label, candidate_label, base
     }
     plot_note = None
     try:
-        png = render_png(report)
+        png = render_plot(report)
     except MissingLibrary as exc:
         png, plot_note = None, exc.msg
         paths["plot"] = None
-    markdown = render(report, plot_note=plot_note,
-                      plot_name=os.path.basename(paths["plot"]) if paths["plot"] else None)
+    markdown = render_markdown(report, plot_note=plot_note,
+                               plot_name=os.path.basename(paths["plot"]) if paths["plot"] else None)
     contents = {
         "json": (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("utf-8"),
         "markdown": markdown.encode("utf-8"),

@@ -15,6 +15,9 @@ def _num(x, digits=1):
     return DASH if x is None else "%.*f" % (digits, x)
 
 
+num = _num  # the same, for the other renderers (compare.py)
+
+
 def _ratio(x):
     return DASH if x is None else "%.2fx" % x
 
@@ -75,21 +78,30 @@ def _q(row, name):
     return "%s%s / %s%s" % (mark, _num(p50), mark, _num(p99))
 
 
+LATENCY_HEAD = ("| level | variant | tok/s | server tok/s (client/counter) | req/s | goodput req/s | "
+                "TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | ITL p50 / p99 (ms) | E2E p50 / p99 (ms) |")
+LATENCY_SEP = "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+
+
+def latency_rows(summary, label):
+    """Every figure of every level of one side summary (merge.side_summary), named LABEL."""
+    out = []
+    for r in (summary or {}).get("levels", []):
+        server = DASH
+        if r.get("server_tok_s") is not None:
+            server = "%s (%s)" % (_num(r["server_tok_s"]), _num(r.get("server_ratio"), 4))
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            level_name(level_key(r)), label, _num(r.get("output_tok_s")), server,
+            _num(r.get("requests_per_s"), 2), _num(r.get("goodput_req_s"), 2), _q(r, "ttft"), _q(r, "tpot"),
+            _q(r, "itl"), _q(r, "e2e")))
+    return out
+
+
 def _latency_table(entry, labels):
     """Every figure of every level of one host, both sides (docs/benchmark.md defines them)."""
-    out = ["| level | variant | tok/s | server tok/s (client/counter) | req/s | goodput req/s | "
-           "TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | ITL p50 / p99 (ms) | E2E p50 / p99 (ms) |",
-           "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    out = [LATENCY_HEAD, LATENCY_SEP]
     for side in ("baseline", "candidate"):
-        s = entry.get(side)
-        for r in (s or {}).get("levels", []):
-            server = DASH
-            if r.get("server_tok_s") is not None:
-                server = "%s (%s)" % (_num(r["server_tok_s"]), _num(r.get("server_ratio"), 4))
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                level_name(level_key(r)), labels[side], _num(r.get("output_tok_s")), server,
-                _num(r.get("requests_per_s"), 2), _num(r.get("goodput_req_s"), 2), _q(r, "ttft"), _q(r, "tpot"),
-                _q(r, "itl"), _q(r, "e2e")))
+        out += latency_rows(entry.get(side), labels[side])
     return out
 
 

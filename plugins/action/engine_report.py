@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""engine_report: the engine comparison of compare_engines.yml, written on the controller.
+
+Documentation lives in plugins/modules/engine_report.py; the report is built by
+plugins/plugin_utils/_report/compare.py. Nothing runs on a remote host.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.files import build_comparison
+
+ARGUMENT_SPEC = dict(
+    records=dict(type="dict", required=True),
+    dest_dir=dict(type="path", required=True),
+    title=dict(type="str", default="Engine comparison"),
+    reference=dict(type="str", default="sglang"),
+    variants=dict(type="list", elements="str", default=[]),
+    basename=dict(type="str", default="compare"),
+)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # no remote temporary directory is used
+        unused, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            out = build_comparison(
+                args["records"], args["dest_dir"], title=args["title"], reference=args["reference"],
+                variants=args["variants"], basename=args["basename"], check_mode=bool(self._task.check_mode),
+            )
+        except GpuFleetError as exc:
+            raise AnsibleActionFail(exc.msg)
+        except OSError as exc:
+            raise AnsibleActionFail("cannot write the report under %s: %s" % (args["dest_dir"], exc))
+        result.update(out)
+        return result

@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The engine comparison's plot (compare.py's report) as PNG bytes: one colour per variant.
+
+Top left: fleet output tok/s against concurrency (sum over hosts); top right: per host.
+Bottom: TTFT and TPOT p50 per host and variant. Axes, series and the Agg canvas as in plot.py.
+"""
+
+from __future__ import annotations
+
+import io
+
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.plot import (
+    _int_formatter,
+    _load,
+    _series,
+    _xlabel,
+)
+
+# Base engines solid, EAGLE-3 variants dashed; one hue per engine.
+STYLE = {
+    "sglang": ("#4c72b0", "-"),
+    "vllm": ("#dd8452", "-"),
+    "sglang+eagle3": ("#4c72b0", "--"),
+    "vllm+eagle3": ("#dd8452", "--"),
+}
+
+
+def _style(name):
+    return STYLE.get(name, ("#55a868", ":"))
+
+
+def _axes(ax, series, ylabel, title, log_y=False):
+    """SERIES: [(label, variant, side summary)]."""
+    for label, name, summary in series:
+        color, dash = _style(name)
+        xs, ys = _series(summary, ylabel[1])
+        if xs:
+            ax.plot(xs, ys, marker="o", color=color, linestyle=dash, label=label, linewidth=1.5)
+    ax.set_xscale("log", base=2)
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel(_xlabel(False))
+    ax.set_ylabel(ylabel[0])
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.xaxis.set_major_formatter(_int_formatter())
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+
+
+def render_png(report):
+    """PNG bytes of the comparison (MissingLibrary without matplotlib)."""
+    Figure, FigureCanvasAgg = _load()
+    hosts = sorted(report["hosts"])
+    names = report["variants"]
+    per_host = [("%s %s" % (h, n) if len(hosts) > 1 else n, n, report["hosts"][h][n]["summary"])
+                for h in hosts for n in names
+                if n in report["hosts"][h] and report["hosts"][h][n]["summary"]]
+    fleet = [(n, n, report["fleet"][n]["summary"]) for n in names if report["fleet"][n]["summary"]]
+    fig = Figure(figsize=(13, 9), dpi=100)
+    FigureCanvasAgg(fig)
+    _axes(fig.add_subplot(2, 2, 1), fleet, ("output tok/s", "output_tok_s"),
+          "Fleet (%d hosts, sum)" % len(hosts))
+    _axes(fig.add_subplot(2, 2, 2), per_host, ("output tok/s", "output_tok_s"), "Per host")
+    _axes(fig.add_subplot(2, 2, 3), per_host, ("TTFT p50 (ms)", "ttft_p50_ms"), "TTFT p50", log_y=True)
+    _axes(fig.add_subplot(2, 2, 4), per_host, ("TPOT p50 (ms)", "tpot_p50_ms"), "TPOT p50", log_y=True)
+    fig.suptitle(report["title"])
+    fig.tight_layout()
+    buf = io.BytesIO()
+    # No timestamp in the metadata: the same report gives the same bytes (idempotent task).
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()

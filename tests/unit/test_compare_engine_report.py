@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""engine_report: the action's argument spec is the one its documentation stub describes, and
+the _fleet role's variant entry point offers exactly the variants the report knows."""
+
+from __future__ import annotations
+
+import pathlib
+
+import yaml
+
+from ansible_collections.gpufleet.serving.plugins.action import engine_report as action
+from ansible_collections.gpufleet.serving.plugins.modules import engine_report as doc
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_documented_options_are_the_action_spec():
+    options = yaml.safe_load(doc.DOCUMENTATION)["options"]
+    assert set(options) == set(action.ARGUMENT_SPEC)
+    for name, spec in action.ARGUMENT_SPEC.items():
+        assert options[name]["type"] == spec["type"], name
+        assert options[name].get("required", False) == spec.get("required", False), name
+        assert options[name].get("default") == spec.get("default"), name
+        assert options[name].get("elements") == spec.get("elements"), name
+
+
+def test_variant_entry_point_offers_the_report_variants():
+    specs = yaml.safe_load((REPO / "roles" / "_fleet" / "meta" / "argument_specs.yml").read_text())
+    variant = specs["argument_specs"]["variant"]["options"]["fleet_variant"]
+    assert tuple(variant["choices"]) == compare.VARIANTS
+    assert (REPO / "roles" / "_fleet" / "tasks" / "variant.yml").is_file()
