@@ -19,43 +19,17 @@
 # DEMO_REPORT_DIR (default build/demo/report in the checkout; kept after the demo).
 set -euo pipefail
 
-repo=$(cd -- "$(dirname -- "$0")/.." && pwd -P)
-cd "$repo"
-
-if [ "$(id -u)" -ne 0 ]; then
-    echo "demo.sh needs root: the simulated hosts are PID and mount namespaces (run: sudo $0)" >&2
-    exit 2
-fi
+. "$(dirname -- "$0")/demo_fleet.sh"
+demo_start demo.sh
 
 ssh_port=${DEMO_SSH_PORT:-2390}
 server_port=${DEMO_SERVER_PORT:-31390}
 report_dir=${DEMO_REPORT_DIR:-$repo/build/demo/report}
 t0=$(date +%s.%N)
 
-if [ ! -x .venv/bin/ansible-playbook ] || [ ! -e build/fakenvml/libnvidia-ml.so.1 ] \
-   || [ ! -e build/collections/ansible_collections/gpufleet/serving ]; then
-    echo "== make setup"
-    make setup
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/gpufleet-demo.XXXXXX")
-fleet="$work/fleet"
 log="$work/ansible.log"
-cleanup() {
-    rc=$?
-    if [ -e "$fleet/fleet.json" ] || [ -d "$fleet/hosts" ]; then
-        echo "== bringing the simulated fleet down"
-        .venv/bin/python sim/simctl fleet down "$fleet" || rc=1
-    fi
-    rm -rf "$work"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
-echo "== simulated fleet: 2 hosts x 8 GPUs (sshd on 127.0.0.2/3:$ssh_port, SGLang on :$server_port)"
-.venv/bin/python sim/simctl fleet up "$fleet" --hosts 2 --gpus 8 --port "$ssh_port"
-.venv/bin/python sim/simctl fleet status "$fleet"
+demo_fleet_up "$ssh_port" "SGLang on :$server_port"
 
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-1}
 vars=$(printf '{"sglang_server_port": %d, "swap_report_dir": "%s", "swap_bench_levels": [1, 16], "swap_bench_requests_per_level": 16, "swap_bench_warmup_requests": 4, "swap_bench_input_len": 128, "swap_bench_output_len": 64}' \

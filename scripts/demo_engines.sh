@@ -18,42 +18,15 @@
 # take turns on it), DEMO_REPORT_DIR (default build/demo-engines/report in the checkout; kept).
 set -euo pipefail
 
-repo=$(cd -- "$(dirname -- "$0")/.." && pwd -P)
-cd "$repo"
-
-if [ "$(id -u)" -ne 0 ]; then
-    echo "demo_engines.sh needs root: the simulated hosts are PID and mount namespaces (run: sudo $0)" >&2
-    exit 2
-fi
+. "$(dirname -- "$0")/demo_fleet.sh"
+demo_start demo_engines.sh
 
 ssh_port=${DEMO_SSH_PORT:-2392}
 server_port=${DEMO_SERVER_PORT:-31392}
 report_dir=${DEMO_REPORT_DIR:-$repo/build/demo-engines/report}
 t0=$(date +%s)
 
-if [ ! -x .venv/bin/ansible-playbook ] || [ ! -e build/fakenvml/libnvidia-ml.so.1 ] \
-   || [ ! -e build/collections/ansible_collections/gpufleet/serving ]; then
-    echo "== make setup"
-    make setup
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/gpufleet-demo-engines.XXXXXX")
-fleet="$work/fleet"
-cleanup() {
-    rc=$?
-    if [ -e "$fleet/fleet.json" ] || [ -d "$fleet/hosts" ]; then
-        echo "== bringing the simulated fleet down"
-        .venv/bin/python sim/simctl fleet down "$fleet" || rc=1
-    fi
-    rm -rf "$work"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-echo "== simulated fleet: 2 hosts x 8 GPUs (sshd on 127.0.0.2/3:$ssh_port, servers on :$server_port)"
-.venv/bin/python sim/simctl fleet up "$fleet" --hosts 2 --gpus 8 --port "$ssh_port"
-.venv/bin/python sim/simctl fleet status "$fleet"
+demo_fleet_up "$ssh_port" "servers on :$server_port"
 
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-1}
 vars=$(printf '{"compare_eagle": true, "sglang_server_port": %d, "vllm_server_port": %d, "compare_report_dir": "%s", "compare_bench_levels": [1, 16], "compare_bench_requests_per_level": 16, "compare_bench_warmup_requests": 4, "compare_bench_input_len": 128, "compare_bench_output_len": 64}' \
