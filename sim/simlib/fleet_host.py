@@ -122,7 +122,13 @@ class Host:
     def _render_init(self):
         """The namespace's PID 1 before it becomes tini: mount, then exec."""
         q = shlex.quote
-        keep_visible = sorted({os.path.realpath(self.fleet_dir), layout.ROOT, _python_home()})
+        # The real SGLang a kit links to (sim_fleet_sglang_real_root) may live outside the
+        # kit, e.g. in a checkout under /tmp: keep it visible too, or the simulator's parser
+        # finds a dangling link inside the host.
+        keep_visible = {os.path.realpath(self.fleet_dir), layout.ROOT, _python_home()}
+        if os.path.exists(layout.SGLANG_REAL):
+            keep_visible.add(os.path.realpath(layout.SGLANG_REAL))
+        keep_visible = sorted(keep_visible)
         early, late = [], []
         for name, target, unused in PRIVATE_DIRS:
             source = os.path.join(self.dir, name)

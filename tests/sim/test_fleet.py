@@ -329,3 +329,25 @@ def test_gpu_model_faults_and_ensure(request, tmp_path):
     assert (fleet_dir / "fleet.json").exists()
     assert fleet_json("down", fleet_dir, "--json")["changed"] is True
     assert fleet_json("down", fleet_dir, "--json")["changed"] is False
+
+
+def test_a_kits_real_sglang_outside_the_kit_stays_visible_in_the_hosts(request, tmp_path):
+    # sim_fleet_sglang_real_root links the kit to a real SGLang elsewhere, here under /tmp
+    # like a checkout CI clones into /tmp: the hosts' private /tmp must not hide it.
+    from simlib import kit_cli
+    real = tmp_path / "sglang-real"
+    (real / "sglang").mkdir(parents=True)
+    (real / "sglang" / "marker").write_text("the real one\n")
+    kit, unused = kit_cli.build(str(tmp_path / "cache"), str(PY), str(real))
+    fleet_dir = tmp_path / "f"
+    port = PORT + 7
+
+    def kit_simctl(*args):
+        return subprocess.run([str(PY), os.path.join(kit, "simctl"), *map(str, args)],
+                              capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL, check=False)
+    request.addfinalizer(lambda: kit_simctl("fleet", "down", fleet_dir))
+    up = kit_simctl("fleet", "up", fleet_dir, "--hosts", 1, "--gpus", 1, "--port", port)
+    assert up.returncode == 0, up.stderr
+    seen = ssh(fleet_dir, "127.0.0.2", "cat %s/build/sglang-real/sglang/marker" % kit, port=port)
+    assert seen.stdout == "the real one\n"
