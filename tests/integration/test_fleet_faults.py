@@ -76,7 +76,7 @@ def test_reset_reports_a_host_whose_ssh_dies_mid_run(request, tmp_path):
     # On sim-h2 a server worker that survives SIGTERM keeps gpu_release busy for
     # reset_term_timeout seconds: SSH goes down while the module runs there.
     fleet.ssh(2, "%s %s gpu hold \"$FAKE_NVML_ROOT\" --gpu 0 --mib 4096 --title sglang::scheduler_TP0 "
-                 "--catch-term --detach" % (REPO / ".venv" / "bin" / "python", REPO / "tests" / "sim" / "simctl"))
+                 "--catch-term --detach" % (REPO / ".venv" / "bin" / "python", REPO / "sim" / "simctl"))
     summary_file = tmp_path / "reset.json"
     proc = subprocess.Popen(
         fleet.playbook_cmd("reset.yml", {"reset_term_timeout": 30, "reset_timeout": 40,
