@@ -19,13 +19,13 @@
 # DEMO_REPORT_DIR (default build/demo/report in the checkout; kept after the demo).
 set -euo pipefail
 
+t0=$(date +%s.%N)
 . "$(dirname -- "$0")/demo_fleet.sh"
 demo_start demo.sh
 
 ssh_port=${DEMO_SSH_PORT:-2390}
 server_port=${DEMO_SERVER_PORT:-31390}
 report_dir=${DEMO_REPORT_DIR:-$repo/build/demo/report}
-t0=$(date +%s.%N)
 
 log="$work/ansible.log"
 

@@ -18,13 +18,13 @@
 # take turns on it), DEMO_REPORT_DIR (default build/demo-engines/report in the checkout; kept).
 set -euo pipefail
 
+t0=$(date +%s)
 . "$(dirname -- "$0")/demo_fleet.sh"
 demo_start demo_engines.sh
 
 ssh_port=${DEMO_SSH_PORT:-2392}
 server_port=${DEMO_SERVER_PORT:-31392}
 report_dir=${DEMO_REPORT_DIR:-$repo/build/demo-engines/report}
-t0=$(date +%s)
 
 demo_fleet_up "$ssh_port" "servers on :$server_port"
 
