@@ -10,10 +10,7 @@ plugins/plugin_utils/_report/compare.py. Nothing runs on a remote host.
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
-
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.action import ReportAction
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.files import build_comparison
 
 ARGUMENT_SPEC = dict(
@@ -26,24 +23,11 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(ReportAction):
+    argument_spec = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp  # no remote temporary directory is used
-        unused, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        try:
-            out = build_comparison(
-                args["records"], args["dest_dir"], title=args["title"], reference=args["reference"],
-                variants=args["variants"], basename=args["basename"], check_mode=bool(self._task.check_mode),
-            )
-        except GpuFleetError as exc:
-            raise AnsibleActionFail(exc.msg)
-        except OSError as exc:
-            raise AnsibleActionFail("cannot write the report under %s: %s" % (args["dest_dir"], exc))
-        result.update(out)
-        return result
+    def build(self, args, check_mode):
+        return build_comparison(
+            args["records"], args["dest_dir"], title=args["title"], reference=args["reference"],
+            variants=args["variants"], basename=args["basename"], check_mode=check_mode,
+        )

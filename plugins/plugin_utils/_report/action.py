@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The controller-side report actions' one run(): validate, build, one error path.
+
+benchmark_report and engine_report differ only in their options and in the function
+that writes the files; both say what failed the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+
+
+class ReportAction(ActionBase):
+    """Subclasses set argument_spec and build(args, check_mode) -> the result's fields."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    argument_spec: dict[str, Any] = {}
+
+    def build(self, args: dict[str, Any], check_mode: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # no remote temporary directory is used
+        unused, args = self.validate_argument_spec(argument_spec=self.argument_spec)
+        try:
+            out = self.build(args, bool(self._task.check_mode))
+        except GpuFleetError as exc:
+            raise AnsibleActionFail(exc.msg)
+        except OSError as exc:
+            raise AnsibleActionFail("cannot write the report under %s: %s" % (args["dest_dir"], exc))
+        result.update(out)
+        return result
