@@ -143,8 +143,13 @@ def test_reset_hung_server_and_protected_daemon(request, tmp_path):
     assert run.returncode == 0, run.output[-6000:]
     results = {h["host"]: h for h in json.loads(summary_file.read_text())["hosts"]}
     assert results["sim-h1"]["outcome"] == results["sim-h2"]["outcome"] == "clean"
-    # TP8: 8 schedulers, a detokenizer and the main process at least, on each host.
-    assert results["sim-h1"]["killed"] >= 10 and results["sim-h2"]["killed"] >= 10
+    # TP8: 8 schedulers, a detokenizer and the main process at least. On sim-h1 the main process
+    # hangs, so every one of them waits for our own signal.
+    assert results["sim-h1"]["killed"] >= 10
+    # On sim-h2 the main process's SIGTERM handler takes its children down too, and a child it
+    # ended before our signal reached it was not signalled, so is not in "killed" (it lists what
+    # gpu_release signalled); the survivors check below proves the whole tree went.
+    assert any(" serve --model-path" in c for c in results["sim-h2"]["killed_commands"]), results["sim-h2"]["killed_commands"]
     # The hung server needed SIGKILL; the well-behaved one went on SIGTERM.
     assert results["sim-h1"]["sigkilled"] >= 1
     # ...except multiprocessing's resource tracker, which ignores SIGTERM (its own

@@ -167,16 +167,19 @@ def release(targets: list, term_timeout: float, deadline: float, on_progress: An
     live = [t for t in targets if not t.gone]
     if not live:
         return []
+    if term_timeout > 0:
+        # SIGTERM that cannot take effect would only cost term_timeout. Read for every
+        # target before the first signal, so the signals go out together: a parent's
+        # SIGTERM handler that takes its children down must not beat our own signal to them.
+        for target in live:
+            target.sigkill_at_once = term_blocked(target.pid)
     now = time.monotonic()
     termed = []
     for target in live:
-        if term_timeout <= 0:
+        if term_timeout <= 0 or target.sigkill_at_once:
             target.send(signal.SIGKILL, now)
-            continue
-        # SIGTERM that cannot take effect would only cost term_timeout.
-        target.sigkill_at_once = term_blocked(target.pid)
-        target.send(signal.SIGKILL if target.sigkill_at_once else signal.SIGTERM, now)
-        if not target.sigkill_at_once:
+        else:
+            target.send(signal.SIGTERM, now)
             termed.append(target)
     denied = [t for t in live if t.denied]
     if denied:

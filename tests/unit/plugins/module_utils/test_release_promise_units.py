@@ -63,6 +63,24 @@ def test_sigterm_ignored_gets_sigkill_at_once(own_procs):
     assert target.signals == ["SIGKILL"] and target.result()["sigkill_at_once"] == "SIGTERM ignored"
 
 
+def test_every_target_is_read_before_the_first_signal(own_procs, monkeypatch):
+    # A parent's SIGTERM handler that ends its children must not beat our signal to them:
+    # reading /proc between two signals (old code) left that window open on a loaded host.
+    procs = [own_procs.python(CODES[kind]) for kind in ("default", "ignored", "caught")]
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "ready"
+    events = []
+    real_term_blocked, real_send = sig.term_blocked, sig.Target.send
+    monkeypatch.setattr(sig, "term_blocked", lambda pid: events.append(("read", pid)) or real_term_blocked(pid))
+    monkeypatch.setattr(sig.Target, "send", lambda self, s, now: events.append(("signal", self.pid)) or real_send(self, s, now))
+    targets = [sig.Target(info_of(proc.pid), "pattern") for proc in procs]
+    t0 = time.monotonic()
+    assert sig.release(targets, term_timeout=0.5, deadline=t0 + 20) == []
+    kinds = [kind for kind, _ in events]
+    assert kinds[:3] == ["read"] * 3 and "read" not in kinds[3:], events
+    assert [t.signals[0] for t in targets] == ["SIGTERM", "SIGKILL", "SIGTERM"]
+
+
 @pytest.fixture
 def leader_exited(own_procs):
     proc = own_procs.python(LEADER_EXIT, "gf-probe-arg")
