@@ -146,9 +146,10 @@ STRANGER_TITLE = "stranger-gpu-job --gpu %d"  # what gpu_info shows for a gpu_he
 def check_faults(faults, count, gpus):
     """The faults as dicts, or ValueError naming what is wrong with one.
 
-    {"kind": "warmup_crash", "host": "sim-hN"}: SGLang servers on that host fail their
-    warm-up request and exit ("Initialization failed. warmup error"; SGLANG_SIM_FAIL_WARMUP=1
-    in its sessions). {"kind": "gpu_held", "host": "sim-hN", "gpu": G, "mib": M}: a process
+    {"kind": "warmup_crash", "host": "sim-hN"}: servers on that host fail their warm-up and
+    exit: SGLang's warm-up request ("Initialization failed. warmup error";
+    SGLANG_SIM_FAIL_WARMUP=1 in its sessions), vLLM's sampler warm-up ("CUDA out of memory
+    occurred when warming up sampler"; VLLM_SIM_FAIL_WARMUP=1). {"kind": "gpu_held", "host": "sim-hN", "gpu": G, "mib": M}: a process
     that is no server of ours holds M MiB on GPU G of that host from the start."""
     out = []
     hosts = {"sim-h%d" % i for i in range(1, count + 1)}
@@ -174,6 +175,7 @@ def _host_env(host, extra_env, faults):
     env = dict(extra_env)
     if any(f["kind"] == "warmup_crash" and f["host"] == host.name for f in faults):
         env["SGLANG_SIM_FAIL_WARMUP"] = "1"
+        env["VLLM_SIM_FAIL_WARMUP"] = "1"
     return env
 
 

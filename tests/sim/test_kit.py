@@ -90,7 +90,7 @@ def test_a_warmup_crash_fault_sets_only_its_hosts_switch():
     faults = fleet_ops.check_faults([{"kind": "warmup_crash", "host": "sim-h2"}], 2, 8)
     hosts = [fleet_ops.Host("/nonexistent", i, 2222) for i in (1, 2)]
     assert [fleet_ops._host_env(h, {"A": "1"}, faults) for h in hosts] == [  # pylint: disable=protected-access
-        {"A": "1"}, {"A": "1", "SGLANG_SIM_FAIL_WARMUP": "1"}]
+        {"A": "1"}, {"A": "1", "SGLANG_SIM_FAIL_WARMUP": "1", "VLLM_SIM_FAIL_WARMUP": "1"}]
 
 
 def test_check_names_root_the_apt_get_line_and_the_pip_line(monkeypatch, tmp_path):

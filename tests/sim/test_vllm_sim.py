@@ -421,6 +421,26 @@ def test_start_fails_like_vllm_when_a_gpu_is_taken(tmp_path, started, root, proc
     poll(lambda: used_mib(root) == {i: (40000 if i == 3 else 0) for i in range(8)}, 10, 0.05, "only the holder left")
 
 
+@pytest.mark.parametrize("tp", [1, 8])
+def test_warmup_crash_fails_after_capture_and_server_wait_names_it(tmp_path, started, root, tp):
+    """VLLM_SIM_FAIL_WARMUP (sim_fleet's warmup_crash fault): the sampler warm-up after graph
+    capture fails as vLLM 0.33.0 words it; server_wait ends at once with the cause, GPUs freed.
+    TP 1 fails inside EngineCore (no fake GPUs: Kimi does not fit one), TP 8 in worker 0."""
+    server = VllmServer(tmp_path, root if tp == 8 else None, "--max-num-seqs", "48", tp=tp,
+                        env={"VLLM_SIM_FAIL_WARMUP": "1"})
+    started.append(server)
+    res = run_module("server_wait", {"url": server.url, "pid": server.proc.pid, "log_path": server.log_path,
+                                     "timeout": 60})
+    assert res["_rc"] != 0 and res["cause"]["kind"] == "oom", res
+    assert "CUDA out of memory occurred when warming up sampler" in res["cause"]["line"], res["cause"]
+    log = server.log()
+    assert "Graph capturing finished" in log
+    assert "CUDA out of memory occurred when warming up sampler with 48 dummy requests." in log
+    assert "RuntimeError: Engine core initialization failed. See root cause above." in log
+    assert "Application startup complete" not in log
+    poll(lambda: set(used_mib(root).values()) == {0}, 10, 0.05, "the GPUs to be free")
+
+
 def test_port_taken_fails_before_the_engine_starts(tmp_path, started):
     """launcher.py setup_server binds the port before the engine: a taken port is an OSError at once."""
     with socket.socket() as taken:

@@ -37,6 +37,8 @@ SIM_VALUES = {
 SIM_SWITCHES = {
     "survivors": "EngineCore and workers outlive a killed API server and keep their GPU memory "
                  "(vllm issues 55510, 34643)",
+    "fail_warmup": "the first rank fails the sampler warm-up after CUDA graph capture, as vLLM 0.33.0 does "
+                   "when it runs out of memory there (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run)",
 }
 
 

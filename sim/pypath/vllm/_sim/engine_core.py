@@ -92,6 +92,12 @@ def capture_graphs(rank, conf):
     if rank == 0:
         logs.info("gpu_model_runner.py:6517", "Graph capturing finished in %.0f secs, took %.2f GiB",
                   ph["graph"], 0.5)
+    if rank == 0 and conf["fail_warmup"]:
+        # gpu_worker.py compile_or_warm_up_model warms the sampler up after capture_model; an OOM there
+        # is re-raised by gpu_model_runner.py _dummy_sampler_run with this text (num_reqs: max_num_seqs).
+        raise RuntimeError("CUDA out of memory occurred when warming up sampler with %d dummy requests. "
+                           "Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+                           "initializing the engine." % conf["max_num_seqs"])
 
 
 def run_worker(rank, conf, conn):

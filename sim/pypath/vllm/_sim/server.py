@@ -68,7 +68,8 @@ def main(argv):
     conf = {"parent_pid": os.getpid(), "tp": args.tp, "gpu_ids": gpus.physical_ids(args.tp),
             "gpu_util": args.gpu_util, "model": args.model, "weights_mib": weights,
             "num_layers": target.num_layers, "max_model_len": args.max_model_len or target.context_length,
-            "survivors": args.sim_survivors, "config_text": _config_text(args, target),
+            "survivors": args.sim_survivors, "fail_warmup": args.sim_fail_warmup,
+            "max_num_seqs": args.max_num_seqs, "config_text": _config_text(args, target),
             "phases": {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}}
     if not gpus.fake_root():
         logs.info("simulator", "FAKE_NVML_ROOT is not set: no GPU memory is held")  # the simulator's own
