@@ -76,7 +76,7 @@ def test_every_target_is_read_before_the_first_signal(own_procs, monkeypatch):
     targets = [sig.Target(info_of(proc.pid), "pattern") for proc in procs]
     t0 = time.monotonic()
     assert sig.release(targets, term_timeout=0.5, deadline=t0 + 20) == []
-    kinds = [kind for kind, _ in events]
+    kinds = [kind for kind, _pid in events]
     assert kinds[:3] == ["read"] * 3 and "read" not in kinds[3:], events
     assert [t.signals[0] for t in targets] == ["SIGTERM", "SIGKILL", "SIGTERM"]
 
