@@ -4,12 +4,14 @@
       root, the Debian packages' programs, a C compiler and the Python modules PY must
       import; prints JSON {"ok": ..., "problems": [...]}, each problem with its fix; rc 2
       when something is missing.
-  simctl kit build CACHE --python PY [--sglang-real DIR] [--check]
+  simctl kit build CACHE --python PY [--sglang-real DIR] [--check] [--prune]
       copies this kit into CACHE/kits/KEY (KEY: a digest of the kit's files, the SGLang
       pin and PY), compiles the fake NVML there, writes kit.env (PYTHON=PY) and installs
       the pinned real SGLang (its parser checks the simulator's command line) with
       `PY -m pip install --no-deps --target`, or links DIR, such an install made already.
       Prints JSON {"kit": KIT, "changed": ...}; an existing complete KIT is kept as it is.
+      --prune then removes the cache's other copies that no live process uses
+      (simlib/kit_prune.py) and adds "pruned" and "in_use" to the JSON.
 
 roles/sim_fleet runs both: an installed collection needs no checkout.
 """
@@ -21,7 +23,7 @@ import shutil
 import subprocess
 import sys
 
-from simlib import fakegpu, layout
+from simlib import fakegpu, kit_prune, layout
 from simlib.fleet_cli import TOOLS
 
 CC = ("gcc", "gcc")
@@ -128,6 +130,8 @@ def build(cache, python, sglang_real=None, check=False):
     kits = os.path.join(os.path.abspath(cache), "kits")
     kit = os.path.join(kits, digest(python, sglang_real))
     if os.path.exists(os.path.join(kit, ".complete")):
+        if not check:
+            kit_prune.handed_out(kit)
         return kit, False
     if check:
         return kit, True
@@ -179,6 +183,8 @@ def _parser():
     p_build.add_argument("--sglang-real", help="an existing --target install of the pinned sglang")
     p_build.add_argument("--check", action="store_true",
                          help="say whether a build is due; build nothing (simctl: this kit's while it is)")
+    p_build.add_argument("--prune", action="store_true",
+                         help="then remove the cache's other kit copies that no live process uses")
     return parser
 
 
@@ -195,5 +201,8 @@ def main(argv):
         return 1
     # With --check and no kit yet, this (source) kit's simctl answers `fleet up --check`.
     simctl = layout.SIMCTL if args.check and changed else os.path.join(kit, "simctl")
-    print(json.dumps({"kit": kit, "changed": changed, "simctl": simctl}))
+    out = {"kit": kit, "changed": changed, "simctl": simctl}
+    if args.prune and not args.check:
+        out["pruned"], out["in_use"] = kit_prune.prune(os.path.dirname(kit), kit)
+    print(json.dumps(out))
     return 0

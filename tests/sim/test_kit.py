@@ -7,10 +7,11 @@ import importlib.util
 import json
 import os
 import subprocess
+import time
 
 import pytest
 import yaml
-from simlib import fakegpu, fleet_cli, fleet_ops, kit_cli, layout
+from simlib import fakegpu, fleet_cli, fleet_ops, kit_cli, kit_prune, layout
 
 from tests.support import paths
 
@@ -50,7 +51,8 @@ def test_the_roles_vllm_knobs_are_the_simulators():
     sim_args = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sim_args)
     knobs = role_options()["sim_fleet_vllm"]["options"]
-    assert set(knobs) == set(sim_args.SIM_VALUES) | set(sim_args.SIM_SWITCHES)
+    # fail_warmup is reached through sim_fleet_faults (warmup_crash, one host), not as a knob.
+    assert set(knobs) == set(sim_args.SIM_VALUES) | set(sim_args.SIM_SWITCHES) - {"fail_warmup"}
     for name, (unused, default, unused_help) in sim_args.SIM_VALUES.items():
         if name != "seed":
             assert "(default %g" % default in knobs[name]["description"], name
@@ -175,3 +177,71 @@ def test_a_failed_pip_install_says_what_to_do_and_leaves_no_kit(tmp_path):
         kit_cli.build(str(tmp_path / "cache"), str(python))
     assert "sim_fleet_sglang_real_root" in str(info.value) and "No matching distribution" in str(info.value)
     assert os.listdir(tmp_path / "cache" / "kits") == []
+
+
+def _aged(kit, seconds=2 * kit_prune.GRACE):
+    """KIT as if no build had handed it out for SECONDS."""
+    then = time.time() - seconds
+    os.utime(os.path.join(kit, ".complete"), (then, then))
+    return kit
+
+
+def _ended_pid():
+    proc = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True)
+    return int(proc.stdout)
+
+
+@pytest.mark.parametrize("use", ["cwd", "environ", "maps"])
+def test_prune_removes_only_old_copies_that_nothing_uses(tmp_path, use):
+    real = tmp_path / "sglang-real"
+    real.mkdir()
+    cache = str(tmp_path / "cache")
+    used, _ = kit_cli.build(cache, "/usr/bin/python3", str(real))
+    unused, _ = kit_cli.build(cache, "/bin/python3", str(real))
+    recent, _ = kit_cli.build(cache, "/usr/local/bin/python3", str(real))
+    current, _ = kit_cli.build(cache, paths.PYTHON, str(real))
+    _aged(used), _aged(unused)
+    kits = os.path.dirname(current)
+    # Not ours to judge: a file, another directory, a half-made copy whose builder still runs.
+    for name in ("notes.txt", "mine", "%s.tmp%d" % (os.path.basename(used), os.getpid())):
+        (tmp_path / "cache" / "kits" / name).mkdir() if name != "notes.txt" else \
+            (tmp_path / "cache" / "kits" / name).write_text("keep")
+    dead = "%s.tmp%d" % (os.path.basename(unused), _ended_pid())
+    os.mkdir(os.path.join(kits, dead))
+    lib = os.path.join(used, "build", "fakenvml", fakegpu.LIB_NAME)
+    code = {"cwd": "import sys; print('ready', flush=True); sys.stdin.read()",
+            "environ": "import sys; print('ready', flush=True); sys.stdin.read()",
+            "maps": "import ctypes, sys; ctypes.CDLL(%r); print('ready', flush=True); sys.stdin.read()" % lib}[use]
+    user = subprocess.Popen([paths.PYTHON, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            cwd=used if use == "cwd" else "/",
+                            env=dict(os.environ, GF_TOOL=used + "/bin") if use == "environ" else None)
+    try:
+        assert user.stdout.readline().strip() == "ready"
+        removed, in_use = kit_prune.prune(kits, current)
+        assert sorted(removed) == sorted([os.path.basename(unused), dead])
+        assert in_use == {os.path.basename(used): [user.pid]}
+        assert sorted(os.listdir(kits)) == sorted([os.path.basename(k) for k in (used, recent, current)]
+                                                  + ["notes.txt", "mine", "%s.tmp%d" % (os.path.basename(used),
+                                                                                         os.getpid())])
+    finally:
+        user.stdin.close()
+        user.wait(10)
+    # Once its user is gone, the old copy goes too; a rebuild would make it again.
+    assert kit_prune.prune(kits, current) == ([os.path.basename(used)], {})
+
+
+def test_build_with_prune_reports_what_it_removed(tmp_path):
+    real = tmp_path / "sglang-real"
+    real.mkdir()
+    cache = str(tmp_path / "cache")
+    old, _ = kit_cli.build(cache, "/usr/bin/python3", str(real))
+    _aged(old)
+    out = subprocess.run([paths.PYTHON, paths.SIMCTL, "kit", "build", cache, "--python", paths.PYTHON,
+                          "--sglang-real", str(real), "--prune"], capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout)
+    assert result["pruned"] == [os.path.basename(old)] and result["in_use"] == {}
+    assert os.listdir(os.path.dirname(result["kit"])) == [os.path.basename(result["kit"])]
+    # A copy handed out again is young again: the next build keeps it.
+    _aged(result["kit"])
+    assert kit_cli.build(cache, paths.PYTHON, str(real)) == (result["kit"], False)
+    assert time.time() - os.path.getmtime(os.path.join(result["kit"], ".complete")) < 60
