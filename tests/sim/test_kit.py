@@ -196,16 +196,16 @@ def test_prune_removes_only_old_copies_that_nothing_uses(tmp_path, use):
     real = tmp_path / "sglang-real"
     real.mkdir()
     cache = str(tmp_path / "cache")
-    used, _ = kit_cli.build(cache, "/usr/bin/python3", str(real))
-    unused, _ = kit_cli.build(cache, "/bin/python3", str(real))
-    recent, _ = kit_cli.build(cache, "/usr/local/bin/python3", str(real))
-    current, _ = kit_cli.build(cache, paths.PYTHON, str(real))
-    _aged(used), _aged(unused)
+    used, unused, recent, current = (kit_cli.build(cache, python, str(real))[0] for python in (
+        "/usr/bin/python3", "/bin/python3", "/usr/local/bin/python3", paths.PYTHON))
+    for kit in (used, unused):
+        _aged(kit)
     kits = os.path.dirname(current)
     # Not ours to judge: a file, another directory, a half-made copy whose builder still runs.
-    for name in ("notes.txt", "mine", "%s.tmp%d" % (os.path.basename(used), os.getpid())):
-        (tmp_path / "cache" / "kits" / name).mkdir() if name != "notes.txt" else \
-            (tmp_path / "cache" / "kits" / name).write_text("keep")
+    building = "%s.tmp%d" % (os.path.basename(used), os.getpid())
+    (tmp_path / "cache" / "kits" / "notes.txt").write_text("keep")
+    for name in ("mine", building):
+        os.mkdir(os.path.join(kits, name))
     dead = "%s.tmp%d" % (os.path.basename(unused), _ended_pid())
     os.mkdir(os.path.join(kits, dead))
     lib = os.path.join(used, "build", "fakenvml", fakegpu.LIB_NAME)
@@ -220,9 +220,8 @@ def test_prune_removes_only_old_copies_that_nothing_uses(tmp_path, use):
         removed, in_use = kit_prune.prune(kits, current)
         assert sorted(removed) == sorted([os.path.basename(unused), dead])
         assert in_use == {os.path.basename(used): [user.pid]}
-        assert sorted(os.listdir(kits)) == sorted([os.path.basename(k) for k in (used, recent, current)]
-                                                  + ["notes.txt", "mine", "%s.tmp%d" % (os.path.basename(used),
-                                                                                         os.getpid())])
+        kept = [os.path.basename(k) for k in (used, recent, current)] + ["notes.txt", "mine", building]
+        assert sorted(os.listdir(kits)) == sorted(kept)
     finally:
         user.stdin.close()
         user.wait(10)
@@ -234,7 +233,7 @@ def test_build_with_prune_reports_what_it_removed(tmp_path):
     real = tmp_path / "sglang-real"
     real.mkdir()
     cache = str(tmp_path / "cache")
-    old, _ = kit_cli.build(cache, "/usr/bin/python3", str(real))
+    old = kit_cli.build(cache, "/usr/bin/python3", str(real))[0]
     _aged(old)
     out = subprocess.run([paths.PYTHON, paths.SIMCTL, "kit", "build", cache, "--python", paths.PYTHON,
                           "--sglang-real", str(real), "--prune"], capture_output=True, text=True, check=True)
