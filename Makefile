@@ -42,9 +42,10 @@ build/sglang-real/.installed: requirements-sglang.txt requirements-sglang-deps.t
 	rm -rf build/sglang-real && $(VPY) -m pip install -q --no-deps --target build/sglang-real -r requirements-sglang.txt
 	touch $@
 
-# Optional, not part of setup or test: real vLLM's (and uvicorn's) Python sources, for the
-# vLLM cases of the source tests (test_server_log_sources.py, test_bench_accept.py), which
-# skip without them. The wheels are downloaded with --no-deps and only .py files unpacked.
+# Real vLLM's (and uvicorn's, prometheus_client's) Python sources, read by the vLLM cases of the
+# source tests (test_server_log_sources.py, test_bench_accept.py, test_vllm_sim.py's flag copy).
+# Not part of setup (the demo needs none); `make test` needs it. The wheels are downloaded
+# with --no-deps and only .py files unpacked (about 60 MB).
 setup-vllm: build/vllm-real/.installed
 
 build/vllm-real/.installed: requirements-vllm.txt $(VENV)/.installed
@@ -58,7 +59,7 @@ $(COLL_LINK):
 	mkdir -p $(dir $(COLL_LINK))
 	ln -sfn ../../../.. $(COLL_LINK)
 
-test: setup
+test: setup setup-vllm
 	bash tests/run_all.sh
 
 # The ruff stage of tests/run_all.sh alone (settings: ruff.toml).

@@ -15,7 +15,7 @@ import pytest
 from simlib import fakegpu
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import ENGINE_PATTERNS
-from tests.support import paths, pidns, procfs
+from tests.support import paths, pidns, procfs, real_sources
 from tests.support.ansible import run_module
 from tests.support.net import free_port
 from tests.support.polling import holds_within, poll
@@ -34,10 +34,11 @@ _SPEC.loader.exec_module(flags_gen)
 
 
 def _real_vllm():
-    root = os.environ.get("GPUFLEET_REAL_VLLM")
-    if not root or not (pathlib.Path(root) / flags_gen.ARG_UTILS).is_file():
-        pytest.skip("GPUFLEET_REAL_VLLM does not point at unpacked vLLM 0.33.0 sources (a dir holding vllm/)")
-    return root
+    """The directory holding the pinned vLLM's vllm/ (build/vllm-real, or GPUFLEET_REAL_VLLM)."""
+    root = real_sources.vllm_sources().parent
+    if not (root / flags_gen.ARG_UTILS).is_file():
+        real_sources.missing("no %s under %s" % (flags_gen.ARG_UTILS, root))
+    return str(root)
 
 
 def test_flag_copy_matches_the_wheel():

@@ -5,8 +5,10 @@
 
 $GPUFLEET_REAL_SGLANG / $GPUFLEET_REAL_VLLM (a directory holding `sglang/` or `vllm/`, e.g. a
 `pip install --no-deps --target DIR sglang==0.5.23`), else the distribution installed in this
-interpreter, else build/sglang-real (`make setup`) or build/vllm-real (`make setup-vllm`, optional:
-the vLLM cases skip without it). Used by test_server_log_sources.py and test_bench_accept.py.
+interpreter, else build/sglang-real (`make setup`) or build/vllm-real (`make setup-vllm`; `make test`
+runs both). Without them the cases skip, unless GPUFLEET_REQUIRE_REAL_SOURCES=1 (tests/run_all.sh,
+so CI) turns the skip into a failure: there, a check against the real wheel never goes quietly.
+Used by test_server_log_sources.py, test_bench_accept.py and test_vllm_sim.py.
 """
 import importlib.metadata
 import os
@@ -39,8 +41,8 @@ def package_dir(name):
     build = REPO / "build" / ("%s-real" % name)
     if (build / name).is_dir():
         return package_dir_at(build, name)
-    return None, "%s is not installed (make setup; or set GPUFLEET_REAL_%s to a --target install)" % (
-        name, name.upper())
+    return None, "%s is not installed (%s; or set GPUFLEET_REAL_%s to a --target install)" % (
+        name, "make setup" if name == "sglang" else "make setup-vllm", name.upper())
 
 
 def package_dir_at(root, name):
@@ -53,10 +55,17 @@ def package_dir_at(root, name):
     return root / name, version
 
 
+def missing(reason):
+    """Skip for REASON, or fail where the real sources are required (GPUFLEET_REQUIRE_REAL_SOURCES=1)."""
+    if os.environ.get("GPUFLEET_REQUIRE_REAL_SOURCES", "") not in ("", "0"):
+        pytest.fail("the real sources are required here (GPUFLEET_REQUIRE_REAL_SOURCES): %s" % reason)
+    pytest.skip(reason)
+
+
 def sources(name):
     found, version = package_dir(name)
     if found is None or not found.is_dir():
-        pytest.skip(version if found is None else "no %s sources at %s" % (name, found))
+        missing(version if found is None else "no %s sources at %s" % (name, found))
     return found, version
 
 
@@ -64,5 +73,5 @@ def vllm_sources():
     """The vLLM tree, skipped unless it is the tested version (GPUFLEET_REAL_VLLM, build/vllm-real)."""
     root, version = sources("vllm")
     if version != TESTED["vllm"]:
-        pytest.skip("vllm sources at %s are version %s, not %s" % (root, version, TESTED["vllm"]))
+        missing("vllm sources at %s are version %s, not %s" % (root, version, TESTED["vllm"]))
     return root

@@ -243,7 +243,7 @@ def test_vllm_ready_is_uvicorns_startup_complete():
     assert "server.serve(sockets=[sock] if sock else None)" in launcher
     uvicorn = root.parent / "uvicorn"
     if not uvicorn.is_dir():
-        pytest.skip("no uvicorn sources beside %s (make setup-vllm unpacks them)" % root)
+        real_sources.missing("no uvicorn sources beside %s (make setup-vllm unpacks them)" % root)
     assert "if sockets is None:\n            self._log_started_message(listeners)" in (uvicorn / "server.py").read_text()
     (text,) = emitted(uvicorn / "lifespan/on.py", "Application startup complete")
     line = "INFO:     " + text  # uvicorn's default format: "%(levelprefix)s %(message)s"
