@@ -442,6 +442,18 @@ def test_warmup_crash_fails_after_capture_and_server_wait_names_it(tmp_path, sta
     poll(lambda: set(used_mib(root).values()) == {0}, 10, 0.05, "the GPUs to be free")
 
 
+def test_warmup_crash_message_is_the_wheels():
+    """The simulated sampler warm-up failure, word for word as vLLM 0.33.0 builds it."""
+    source = (pathlib.Path(_real_vllm()) / "vllm" / "v1" / "worker" / "gpu_model_runner.py").read_text()
+    pieces = re.search(r'raise RuntimeError\(\s*"(CUDA out of memory occurred when warming up sampler with )"\s*'
+                       r'f"\{num_reqs\}( dummy requests\. Please try lowering )"\s*"([^"]*)"\s*"([^"]*)"\s*\)', source)
+    assert pieces, "the sampler warm-up message moved in the wheel"
+    real = pieces.group(1) + "48" + "".join(pieces.groups()[1:])
+    simulated = subprocess.run([VLLM_PYTHON, "-c", "from vllm._sim import engine_core as e; "
+                                "print(e.SAMPLER_WARMUP_OOM % 48)"], capture_output=True, text=True, check=True)
+    assert simulated.stdout.strip() == real
+
+
 def test_port_taken_fails_before_the_engine_starts(tmp_path, started):
     """launcher.py setup_server binds the port before the engine: a taken port is an OSError at once."""
     with socket.socket() as taken:

@@ -24,6 +24,10 @@ from vllm import __version__
 from vllm._sim import logs
 
 GIB = 1024.0  # MiB a GiB
+# vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run re-raises an OOM of the sampler warm-up so
+# (%d: num_reqs, min(max_num_seqs, max_num_batched_tokens)); tests/sim/test_vllm_sim.py reads the wheel's.
+SAMPLER_WARMUP_OOM = ("CUDA out of memory occurred when warming up sampler with %d dummy requests. Please try "
+                      "lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")
 KV_BYTES_PER_TOKEN_PER_LAYER = 576 * 2  # MLA latent (512 + 64) in bf16, as the SGLang simulator
 
 
@@ -93,11 +97,8 @@ def capture_graphs(rank, conf):
         logs.info("gpu_model_runner.py:6517", "Graph capturing finished in %.0f secs, took %.2f GiB",
                   ph["graph"], 0.5)
     if rank == 0 and conf["fail_warmup"]:
-        # gpu_worker.py compile_or_warm_up_model warms the sampler up after capture_model; an OOM there
-        # is re-raised by gpu_model_runner.py _dummy_sampler_run with this text (num_reqs: max_num_seqs).
-        raise RuntimeError("CUDA out of memory occurred when warming up sampler with %d dummy requests. "
-                           "Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
-                           "initializing the engine." % conf["max_num_seqs"])
+        # gpu_worker.py compile_or_warm_up_model warms the sampler up after capture_model.
+        raise RuntimeError(SAMPLER_WARMUP_OOM % conf["max_num_seqs"])
 
 
 def run_worker(rank, conf, conn):
