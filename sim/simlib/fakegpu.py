@@ -55,7 +55,9 @@ DEFAULT_NAME = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 DEFAULT_MEMORY_MIB = 97887
 # GPU models a fleet can have (`simctl fleet up --gpu-model`): the name and total memory
 # NVML reports. rtx_pro_6000 is the default above; h200 as measured (docs/real-gpu.md);
-# h100 (80GB HBM3 SXM) and b200 as nvidia-smi shows them on those boards.
+# h100 (80GB HBM3 SXM) and b200 as published nvidia-smi tables show them (no board here):
+# "NVIDIA H100 80GB HBM3 ... 81559MiB" (NVIDIA/nccl issue 1264, driver 550.54.15),
+# "NVIDIA B200 ... 183359MiB" (NVIDIA/TensorRT-LLM issue 10278, driver 580.95.05).
 GPU_MODELS = {
     "rtx_pro_6000": {"name": DEFAULT_NAME, "memory_mib": DEFAULT_MEMORY_MIB},
     "h100": {"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559},
