@@ -18,7 +18,7 @@ import yaml
 from simlib import fakegpu, fleet_cli, fleet_ops, fleet_proc
 
 from tests.support import paths
-from tests.support.polling import holds_within
+from tests.support.polling import holds_within, poll
 
 SIM = Path(paths.SIM)
 REPO = Path(paths.REPO)
@@ -81,6 +81,14 @@ def still_running(pid, created):
         return proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _cmdline(proc):
+    """PROC's argv, or None once it ended (an SSH session's processes end at any moment)."""
+    try:
+        return proc.cmdline()
+    except psutil.NoSuchProcess:
+        return None
 
 
 def root_ssh_state():
@@ -163,8 +171,7 @@ def test_each_host_has_its_own_process_table(fleet):
             assert 3 <= count <= 12, "%s sees %d processes" % (address, count)
         # On the real host the sleep is a descendant of h1's init, in h1's namespace.
         init = psutil.Process(int((fleet_dir / "hosts" / "h1" / "init.pid").read_text()))
-        sleeps = [p for p in init.children(recursive=True)
-                  if p.cmdline() == ["sleep", duration]]
+        sleeps = [p for p in init.children(recursive=True) if _cmdline(p) == ["sleep", duration]]
         assert len(sleeps) == 1
         assert os.readlink("/proc/%d/ns/pid" % sleeps[0].pid) == \
             os.readlink("/proc/%d/ns/pid" % init.pid) != os.readlink("/proc/self/ns/pid")
@@ -186,15 +193,20 @@ def test_ansible_reaches_both_hosts(fleet):
 
 def test_status_reports_both_hosts(fleet):
     fleet_dir, unused = fleet
-    rows = json.loads(simctl("fleet", "status", fleet_dir, "--json").stdout)
+    inits = [int((fleet_dir / "hosts" / ("h%d" % i) / "init.pid").read_text()) for i in (1, 2)]
+
+    def counted_alike():
+        # SSH sessions of earlier tests may still be ending: agree with a count taken alongside.
+        rows = json.loads(simctl("fleet", "status", fleet_dir, "--json").stdout)
+        counts = [1 + len(psutil.Process(pid).children(recursive=True)) for pid in inits]
+        return rows if [r["processes"] for r in rows] == counts else None
+    rows = poll(counted_alike, 10, 0.1, "fleet status to count each host's processes")
     assert [r["name"] for r in rows] == ["sim-h1", "sim-h2"]
     for index, row in enumerate(rows, start=1):
-        init_pid = int((fleet_dir / "hosts" / ("h%d" % index) / "init.pid").read_text())
-        assert row["init_pid"] == init_pid
+        assert row["init_pid"] == inits[index - 1]
         assert row["address"] == "127.0.0.%d" % (index + 1)
         assert row["alive"] is True and row["sshd"] is True
-        assert row["processes"] == 1 + len(psutil.Process(init_pid).children(recursive=True))
-        assert psutil.Process(init_pid).cmdline()[0] == "tini"
+        assert psutil.Process(inits[index - 1]).cmdline()[0] == "tini"
     table = simctl("fleet", "status", fleet_dir).stdout
     assert "sim-h1" in table and "sim-h2" in table
 
@@ -210,10 +222,18 @@ def test_down_leaves_nothing_behind(request, tmp_path):
     ssh_before = root_ssh_state()
     fleet_dir = start_fleet(request, tmp_path / "f", 2, PORT + 1)
     ssh(fleet_dir, "127.0.0.2", "sleep 3600 </dev/null >/dev/null 2>&1 &", port=PORT + 1)
-    procs = fleet_processes(fleet_dir)
+
+    def settled():
+        # The SSH session's own sshd and shell end a moment after ssh returns (seen in CI):
+        # the processes down must end are the ones that last.
+        try:
+            found = fleet_processes(fleet_dir)
+        except psutil.NoSuchProcess:
+            return None
+        return found if all(still_running(*p) for p in found) else None
+    procs = poll(settled, 10, 0.05, "the fleet's processes without the SSH session's")
     assert len(procs) >= 2 * 3 + 1  # unshare, tini, sshd per host, and the sleep
     assert any(psutil.Process(pid).name() == "sleep" for pid, unused in procs)
-    assert all(still_running(*p) for p in procs)
     simctl("fleet", "down", fleet_dir)
     assert [p for p in procs if still_running(*p)] == []
     assert not (tmp_path / "f").exists()  # up created it, down removed it
