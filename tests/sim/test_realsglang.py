@@ -3,6 +3,7 @@
 Parsing runs in this process; the process-level checks (titles, entry points, the log
 lines, /server_info, /metrics) start a few simulated servers on loopback.
 """
+import importlib.util
 import os
 import sys
 
@@ -12,6 +13,13 @@ import realsglang
 from _server_fixtures import KIMI, Server
 
 from tests.support import paths
+from tests.support.net import free_port_with
+
+# The simulator's port plan by its path: importing `sglang` here would pin the package.
+_SPEC = importlib.util.spec_from_file_location(
+    "sim_sglang_ports", os.path.join(paths.SIM, "pypath", "sglang", "_sim", "ports.py"))
+_ports = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_ports)
 
 SIM = paths.SIM
 ARGV = ["--model-path", "/models/m", "--tp-size", "2", "--api-key", "k"]
@@ -218,7 +226,10 @@ def test_relaunch_meets_sglangs_own_port_check(start):
     """Attention DP: the old server still holds its derived ports, so the new one waits
     SGLANG_WAIT_PORT_TIMEOUT seconds (real SGLang's wait_port_available), then gives up."""
     dp = ["--dp-size", "2", "--enable-dp-attention"]
-    old = start(dp, tp=1).wait_ready()
+    # Its derived ports (port + 233 and the six after) must be free too, not only --port: another
+    # server of this run can hold one of them (seen in CI).
+    derived = range(_ports.ZMQ_TCP_PORT_DELTA, _ports.ZMQ_TCP_PORT_DELTA + _ports.NUM_DERIVED_PORTS + 1)
+    old = start(dp, tp=1, port=free_port_with(derived)).wait_ready()
     new = start(dp, tp=1, port=old.port, env={"SGLANG_WAIT_PORT_TIMEOUT": "1"})
     assert new.wait_exit(30) == 1
     log = new.log()
