@@ -7,15 +7,25 @@
 - The window runs from the first counted request sent to the last counted
   request ended. output tok/s is every token that arrived inside it, whichever
   request carried it (warm-up included: its tail streams inside the window and
-  the server spent its time on it), over the window; request/s is every request
-  that completed inside it. Counting only the counted requests' tokens biased
-  the figure low wherever request lengths vary (speculative decoding, EOS).
+  the server spent its time on it), over the window. Counting only the counted
+  requests' tokens biased the figure low wherever request lengths vary
+  (speculative decoding, EOS).
+- request/s is the counted requests that completed / the window, as
+  sglang.bench_serving's request_throughput (completed / benchmark_duration):
+  every counted request is sent and ends inside the window. Warm-up
+  completions are left out: they were sent before the window, and C-1 of them
+  end inside it at concurrency C (it opens when the first one ends), which
+  would overstate the rate (by (C-1)/requests).
 - TTFT: first non-empty content chunk. TPOT: (latency - TTFT) / (tokens - 1).
 - ITL is per token: a chunk carrying k tokens after a gap g gives k entries of
   g/k, so speculative servers (several tokens per chunk) are not overstated.
   k is the chunk's usage delta; a request without per-chunk usage only gives
   estimates (an even spread), used only when no request had per-chunk usage,
   and then flagged (`itl_estimated`).
+- The per-chunk ITL (`itl_chunk_ms`) is the gap between consecutive content
+  chunks, one entry a gap, as bench_serving's ITL (its `output.itl`): on a
+  speculative server it is the time of one verify step, about accept length
+  times the per-token ITL.
 - goodput: counted requests meeting every SLO given, per second of the window
   (as sglang.bench_serving --goodput).
 """
@@ -72,6 +82,12 @@ def itl_entries(record: Any) -> tuple:
     return out, source
 
 
+def chunk_gaps(record: Any) -> list:
+    """Gaps between consecutive content chunks of one request, one entry a gap."""
+    times = record.chunk_times
+    return [times[i] - times[i - 1] for i in range(1, len(times))]
+
+
 def window_bounds(counted: list) -> tuple:
     """(start, end) of the measurement window: first counted send, last counted end."""
     starts = [r.start for r in counted if r.start is not None]
@@ -115,7 +131,6 @@ def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_
     everything = [r for r in list(warmup) + list(counted) if r is not None]
     tokens = tokens_between(everything, start, end) if duration else 0.0
     tokens = int(round(tokens)) if abs(tokens - round(tokens)) < 1e-6 else round(tokens, 3)
-    finished_in_window = sum(1 for r in everything if r.ok and duration and start < r.end <= end)
     prompt_tokens = sum(r.prompt_tokens or 0 for r in ok)
     all_starts = [r.start for r in everything if r.start is not None]
     all_ends = [r.end for r in everything if r.end is not None]
@@ -123,12 +138,14 @@ def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_
 
     ttft, tpot, latency = [], [], []
     itl = {"usage": [], "average": []}
+    gaps = []
     sources = {"usage": 0, "average": 0}
     for r in ok:
         ttft.append(r.first - r.start)
         latency.append(r.end - r.start)
         if r.tokens > 1:
             tpot.append(_tpot(r))
+        gaps.extend(chunk_gaps(r))
         entries, source = itl_entries(r)
         if source:
             itl[source].extend(entries)
@@ -159,11 +176,12 @@ def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_
         "counted_output_tokens": sum(r.tokens for r in ok),
         "input_tokens": prompt_tokens,
         "output_tok_s": rate(tokens),
-        "requests_per_s": rate(finished_in_window),
+        "requests_per_s": rate(len(ok)),
         "goodput_requests": good,
         "goodput_req_s": None if good is None else rate(good),
         "ttft_ms": percentiles(ttft),
         "itl_ms": percentiles(itl_values),
+        "itl_chunk_ms": percentiles(gaps),
         "tpot_ms": percentiles(tpot),
         "latency_ms": percentiles(latency),
         # How per-chunk token counts were known, by request (see Record.chunk_tokens).

@@ -100,7 +100,8 @@ def test_window_counts_the_warmups_tokens_inside_it():
     assert lv["counted_output_tokens"] == 6
     assert lv["output_tokens"] == 9  # warm-up tokens at 1.0, 1.5, 2.0 are inside
     assert lv["output_tok_s"] == pytest.approx(4.5)
-    assert lv["requests_per_s"] == pytest.approx(1.0)  # both ended inside (1.0, 3.0]
+    # The warm-up ended inside the window too, but was sent before it: only the counted one.
+    assert lv["requests_per_s"] == pytest.approx(0.5)
     assert (lv["level_span_s"], lv["level_output_tokens"]) == (pytest.approx(3.0), 10)
 
 
@@ -128,3 +129,33 @@ def test_goodput_counts_requests_meeting_every_slo():
     assert lv["goodput_req_s"] == pytest.approx(1 / 0.35, rel=1e-3)
     assert bs.level_metrics(2, [fast, slow], 0, 5, slo=(None, 60.0, None))["goodput_requests"] == 1
     assert bs.level_metrics(2, [fast, slow], 0, 5)["goodput_requests"] is None
+
+
+def test_requests_per_s_leaves_the_warmup_wave_out():
+    # Concurrency 2, fixed 1 s requests, ends staggered by 0.25 s: warm-ups (0 -> 1.0) and
+    # (0 -> 1.25); counted (1.0 -> 2.0), (1.25 -> 2.25), (2.0 -> 3.0), (2.25 -> 3.25).
+    # Window 1.0 -> 3.25: 4 counted completions / 2.25 s. The second warm-up also ends inside
+    # (at 1.25); counting it would give 5 / 2.25.
+    warm = [rec(0.0, 0.5, [0.5, 1.0], [1, 2], 2, end=1.0), rec(0.0, 0.5, [0.75, 1.25], [1, 2], 2, end=1.25)]
+    counted = [rec(s, s + 0.5, [s + 0.5, s + 1.0], [1, 2], 2, end=s + 1.0) for s in (1.0, 1.25, 2.0, 2.25)]
+    lv = bs.level_metrics(2, counted, 2, 5, warmup=warm)
+    assert lv["duration_s"] == pytest.approx(2.25)
+    assert lv["requests_per_s"] == round(4 / 2.25, 3)
+    # A failed counted request is not a completion.
+    failed = rec(1.25, None, [], [], None, end=2.25, status=500, error="HTTP 500: boom")
+    lv = bs.level_metrics(2, counted[:1] + [failed] + counted[2:], 2, 5, warmup=warm)
+    assert lv["requests_per_s"] == round(3 / 2.25, 3)
+
+
+def test_per_chunk_itl_beside_the_per_token_one():
+    # A speculative-like stream: chunks of 3, 2, 3 tokens with gaps 30 ms and 45 ms;
+    # another request: chunks of 1, 3 tokens, gap 60 ms.
+    a = rec(0.0, 0.10, [0.10, 0.13, 0.175], [3, 5, 8], 8)
+    b = rec(0.0, 0.10, [0.10, 0.16], [1, 4], 4)
+    lv = bs.level_metrics(2, [a, b], 0, 5)
+    # Per chunk: 30, 45, 60 ms, one entry a gap.
+    assert lv["itl_chunk_ms"] == {"mean": 45.0, "p50": 45.0, "p90": 57.0, "p99": 59.7}
+    # Per token: 2 x 15 (30/2), 3 x 15 (45/3), 3 x 20 (60/3).
+    assert lv["itl_ms"]["p50"] == pytest.approx(15.0)
+    assert lv["itl_ms"]["mean"] == pytest.approx((5 * 15.0 + 3 * 20.0) / 8)
+
