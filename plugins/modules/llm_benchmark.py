@@ -26,7 +26,7 @@ description:
     runs from the first counted request sent to the last counted request ended; output tok/s
     is every token that arrived inside it, whichever request carried it (the warm-up's tail
     included), over the window, so variable-length outputs (speculative decoding, EOS) do not
-    bias it. Requests per second count the counted requests only, as sglang.bench_serving.
+    bias it. Requests per second count each request's share of tokens inside the window.
     With C(/metrics) on, the server's own counters give RV(levels[].server_tok_s),
     RV(levels[].server_ratio) and RV(levels[].server_req_s) over the whole level. docs/benchmark.md defines every figure
     next to sglang.bench_serving's and C(vllm bench serve)'s.
@@ -285,8 +285,9 @@ levels:
       sample: 2370.4
     requests_per_s:
       description: >-
-        Counted requests completed / RV(levels[].duration_s), as sglang.bench_serving's
-        request_throughput (warm-up requests are left out: they were sent before the window).
+        Requests' work inside the window / RV(levels[].duration_s): a counted request counts 1, a
+        warm-up request the share of its tokens that arrived inside the window (sglang.bench_serving's
+        completed / duration when only counted requests run in the window).
       type: float
       sample: 9.3
     counted_output_tokens:
