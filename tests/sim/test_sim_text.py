@@ -24,8 +24,9 @@ def test_prompt_tokens_follow_a_real_bpe_count(tokenizer):
     model = [text.prompt_tokens(s["text"]) for s in SAMPLES]
     real = [s[tokenizer] for s in SAMPLES]
     errors = [abs(m - r) / r for m, r in zip(model, real)]
-    assert abs(sum(model) - sum(real)) / sum(real) < 0.02
-    assert sum(errors) / len(errors) < 0.07
+    assert abs(sum(model) - sum(real)) / sum(real) < 0.03
+    english = [e for e, s in zip(errors, SAMPLES) if s["category"] != "translation"]
+    assert sum(english) / len(english) < 0.04 and max(english) < 0.12
     # The len/4 rule on the same texts, for scale: far worse on both counts.
     quarter = [abs(len(s["text"]) // 4 - r) / r for s, r in zip(SAMPLES, real)]
     assert sum(quarter) / len(quarter) > 3 * sum(errors) / len(errors)
@@ -34,7 +35,8 @@ def test_prompt_tokens_follow_a_real_bpe_count(tokenizer):
 @pytest.mark.parametrize("sample, expected", [
     ("Hello, world!", 4),  # Hello | , | " world" | !
     ("12345", 2),  # 123 | 45
-    ("internationalization", 5),  # 20 letters: 1 + ceil((20 - 8) / 3)
+    ("internationalization", 5),  # 20 letters: 1 + ceil((20 - 10) / 3)
+    (" something", 1),  # 9 letters
     ("x = {};\n", 4),  # x | " =" | " {};\n" (3 symbols: 2 tokens)
 ])
 def test_prompt_tokens_by_hand(sample, expected):
