@@ -36,8 +36,8 @@ description:
     chunk come from the running C(usage.completion_tokens) of each chunk
     (C(stream_options.continuous_usage_stats), honoured by SGLang and vLLM); when a server
     does not send it, a request's tokens are spread evenly over its chunks. RV(levels[].itl_token_source)
-    says which applied. RV(levels[].itl_chunk_ms) is the gap between chunks (sglang.bench_serving's
-    ITL): on a speculative server, one verify step.
+    says which applied. RV(levels[].itl_chunk_ms) is the gap between chunks, as sglang.bench_serving's
+    ITL; on a speculative server, one verify step.
   - Speculative acceptance length is measured for each level only, from server counters
     read just before and just after the level (warm-up included, other traffic excluded).
     SGLang with C(--enable-metrics) gives d(C(sglang:generation_tokens_total)) /
