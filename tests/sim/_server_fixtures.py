@@ -4,6 +4,7 @@ Every server runs in a session (process group) of its own, so stopping it can en
 exactly the tree it started (orphaned workers included) and nothing else.
 """
 import http.client
+import importlib.util
 import json
 import os
 import signal
@@ -27,6 +28,11 @@ MISMATCHED = os.path.join(MODELS, "mismatched-eagle3")
 HOST = "127.0.0.1"
 FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.2", "--sim-kv-seconds", "0.05",
         "--sim-graph-seconds", "0.2", "--sim-warmup-seconds", "0.1"]
+# Loaded by path: importing `sglang` here would pin the stand-in package for the session.
+_TEXT_SPEC = importlib.util.spec_from_file_location(
+    "sim_sglang_text", os.path.join(SIM, "pypath", "sglang", "_sim", "text.py"))
+sim_text = importlib.util.module_from_spec(_TEXT_SPEC)  # both simulators' text models
+_TEXT_SPEC.loader.exec_module(sim_text)
 VLLM_CLI = os.path.join(SIM, "bin", "vllm")
 VLLM_PYTHON = SGLANG_PYTHON  # the project python with sim/pypath
 VLLM_FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.1", "--sim-kv-seconds", "0.05",

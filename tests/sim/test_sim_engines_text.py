@@ -14,7 +14,7 @@ import sys
 
 import pytest
 from _server_fixtures import EAGLE, HOST, Server, VllmServer, sse_events
-from test_sim_text import text
+from _server_fixtures import sim_text as text
 
 from tests.support import paths, real_sources
 

@@ -1,18 +1,10 @@
 """The simulators' text models (sim/pypath/sglang/_sim/text.py): prompt tokens against two real
 BPE tokenizers' counts, and acceptance by text as the module's docstring defines it."""
-import importlib.util
 import json
 import os
 
 import pytest
-
-from tests.support import paths
-
-# Loaded by path: importing `sglang` here would pin the stand-in package for the session.
-_SPEC = importlib.util.spec_from_file_location(
-    "sim_sglang_text", os.path.join(paths.SIM, "pypath", "sglang", "_sim", "text.py"))
-text = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(text)
+from _server_fixtures import sim_text as text
 
 with open(os.path.join(os.path.dirname(__file__), "data", "token_samples.json"), encoding="utf-8") as _f:
     SAMPLES = json.load(_f)["samples"]
