@@ -295,6 +295,9 @@ def test_llm_benchmark_reads_acceptance_from_vllm_counters(eagle):
     level = res["levels"][0]
     assert level["accept_source"] == "metrics"
     assert level["accept_length"] == pytest.approx(ACCEPT, abs=0.3)
+    # vllm:request_success_total (every finished_reason) grew by the level's requests.
+    finished = level["server_req_s"] * level["level_span_s"]
+    assert finished == pytest.approx(level["requests"] + level["warmup_requests"], abs=0.5)
 
 
 @pytest.mark.parametrize("keep_alive", [True, False])
