@@ -256,3 +256,44 @@ def test_metrics_are_prometheus_client_exposition(request, name, mode, counted):
         assert [s.rsplit(" ", 1)[0] if fam.endswith("_created") else s for s in ours[fam][1]] == \
                [s.rsplit(" ", 1)[0] if fam.endswith("_created") else s for s in samples]
     assert set(ours) == set(blocks(view["rebuilt"]))
+
+
+def real_metric_docs(name):
+    """{metric name: documentation} of every metric the pinned engine declares with constant
+    `name=` and `documentation=` (SGLang: srt/observability/metrics_collector.py; vLLM:
+    v1/metrics/loggers.py)."""
+    if name == "sglang":
+        root, unused = real_sources.sources("sglang")
+        source = root / "srt" / "observability" / "metrics_collector.py"
+    else:
+        source = real_sources.vllm_sources() / "v1" / "metrics" / "loggers.py"
+    out = {}
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            kw = {k.arg: k.value for k in node.keywords}
+            if all(isinstance(kw.get(k), ast.Constant) for k in ("name", "documentation")):
+                out[kw["name"].value] = kw["documentation"].value
+    return out
+
+
+@pytest.mark.parametrize("name, families", [
+    ("sglang", ("sglang:prompt_tokens", "sglang:generation_tokens", "sglang:num_requests", "sglang:num_running_reqs",
+                "sglang:num_queue_reqs", "sglang:gen_throughput", "sglang:spec_accept_length",
+                "sglang:spec_accept_rate", "sglang:spec_verify_calls")),
+    ("vllm", ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:prompt_tokens",
+              "vllm:generation_tokens", "vllm:request_success")),
+])
+def test_metric_names_and_help_are_the_engines_own(request, name, families):
+    server = request.getfixturevalue(name)
+    real = real_metric_docs(name)
+    helps = {}
+    for line in get_metrics(server).splitlines():
+        if line.startswith("# HELP "):
+            metric, doc = line.split(" ", 3)[2:]
+            helps[metric] = doc
+    for family in families:
+        # SGLang declares its counters with the `_total` name, vLLM without; both scrape as `_total`.
+        declared = family if family in real else family + "_total"
+        scraped = family + "_total" if family + "_total" in helps else family
+        assert declared in real and scraped in helps, (family, declared in real, scraped in helps)
+        assert real[declared] == helps[scraped], (family, real[declared], helps[scraped])
