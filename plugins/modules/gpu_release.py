@@ -302,11 +302,11 @@ elapsed:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_choices
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
 
 def main():
@@ -324,7 +324,7 @@ def main():
         respawn_settle=dict(type="float", default=0.5),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    require_psutil(module)
+    require_libraries(module, "psutil", *(["nvidia-ml-py"] if module.params["verify"] else []))
     run_module(module, release_gpus, module.params, check_mode=module.check_mode)
 
 

@@ -114,8 +114,8 @@ stop:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
 
 
@@ -136,7 +136,7 @@ def main():
         required_together=[("listen_host", "listen_port")],
         supports_check_mode=True,
     )
-    require_psutil(module)
+    require_libraries(module, "psutil")
     run_module(module, _supervisor.supervise, module.params, check_mode=module.check_mode)
 
 
