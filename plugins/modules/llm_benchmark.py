@@ -48,6 +48,7 @@ author:
   - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
+  - gpufleet.serving.attributes.ACTIONGROUP_ENDPOINT
 attributes:
   check_mode:
     support: partial
@@ -63,6 +64,7 @@ options:
         accepted and ignored.
     type: str
     required: true
+    aliases: [url]
   model:
     description:
       - Model name sent in requests. Defaults to the first model of C(/v1/models).
@@ -408,7 +410,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import ru
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            base_url=dict(type="str", required=True),
+            base_url=dict(type="str", required=True, aliases=["url"]),
             model=dict(type="str"),
             levels=dict(type="list", elements="int", default=DEFAULT_LEVELS),
             requests_per_level=dict(type="int"),

@@ -25,6 +25,7 @@ author:
   - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
+  - gpufleet.serving.attributes.ACTIONGROUP_ENDPOINT
 attributes:
   check_mode:
     support: full
@@ -34,15 +35,17 @@ attributes:
   diff_mode:
     support: none
 options:
-  url:
+  base_url:
     description:
-      - Base URL of the server, for example V(http://127.0.0.1:30000).
+      - Base URL of the server, for example V(http://127.0.0.1:30000); the same option as
+        P(gpufleet.serving.llm_benchmark#module)'s, so that one C(module_defaults) entry for the
+        C(group/gpufleet.serving.endpoint) action group serves both.
     type: str
     required: true
-    aliases: [base_url]
+    aliases: [url]
   health_path:
     description:
-      - Path of the health endpoint, appended to O(url). Ready means HTTP 200 there.
+      - Path of the health endpoint, appended to O(base_url). Ready means HTTP 200 there.
       - SGLang's C(/health) answers 503 until its warm-up generation has run, then 200.
     type: str
     default: /health
@@ -62,7 +65,7 @@ options:
     type: str
   validate_certs:
     description:
-      - Verify the TLS certificate of an C(https) O(url).
+      - Verify the TLS certificate of an C(https) O(base_url).
     type: bool
     default: true
   flavor:
@@ -143,7 +146,7 @@ seealso:
 EXAMPLES = r"""
 - name: Wait for SGLang, watching its PID and log
   gpufleet.serving.server_wait:
-    url: http://127.0.0.1:30000
+    base_url: http://127.0.0.1:30000
     pid: "{{ sglang_launch.pid }}"
     log_path: /var/log/sglang/server.log
     timeout: 1800
@@ -155,7 +158,7 @@ EXAMPLES = r"""
 
 - name: Wait for a vLLM systemd unit, with a one-token generation and an API key
   gpufleet.serving.server_wait:
-    url: https://llm01.example.com:8000
+    base_url: https://llm01.example.com:8000
     systemd_unit: vllm.service
     flavor: vllm
     generate_check: true
@@ -164,7 +167,7 @@ EXAMPLES = r"""
 
 - name: Wait up to 30 minutes, printing the phase every 30 seconds
   gpufleet.serving.server_wait:
-    url: http://127.0.0.1:30000
+    base_url: http://127.0.0.1:30000
     pid: "{{ sglang_launch.pid }}"
     log_path: /var/log/sglang/server.log
     timeout: 1800
@@ -172,7 +175,7 @@ EXAMPLES = r"""
 
 - name: Start the wait in the background so progress can be shown
   gpufleet.serving.server_wait:
-    url: http://127.0.0.1:30000
+    base_url: http://127.0.0.1:30000
     pidfile: /run/sglang.pid
     log_path: /var/log/sglang/server.log
     progress_file: /run/sglang.wait.progress
@@ -191,7 +194,7 @@ EXAMPLES = r"""
 
 - name: Report, without waiting, whether the server is ready (check mode)
   gpufleet.serving.server_wait:
-    url: http://127.0.0.1:30000
+    base_url: http://127.0.0.1:30000
     pid: "{{ server_pid }}"
   check_mode: true
   register: now_ready
@@ -349,7 +352,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._server.readiness
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            url=dict(type="str", required=True, aliases=["base_url"]),
+            base_url=dict(type="str", required=True, aliases=["url"]),
             health_path=dict(type="str", default="/health"),
             generate_check=dict(type="bool", default=False),
             model=dict(type="str"),

@@ -60,7 +60,7 @@ class Waiter:
         self.p = params
         self.clock = clock
         self.sleep = sleep
-        self.client = client or HttpClient(params["url"], params.get("api_key"), params.get("validate_certs", True))
+        self.client = client or HttpClient(params["base_url"], params.get("api_key"), params.get("validate_certs", True))
         self.watch = watch or make_watch(params.get("pid"), params.get("pidfile"), params.get("systemd_unit"),
                                          params.get("systemctl") or "systemctl")
         flavor = params.get("flavor") or "auto"
