@@ -82,4 +82,3 @@ def test_the_endpoint_takes_one_name_with_the_other_as_alias():
     for module in action_groups()["endpoint"]:
         spec = documentation(module)["options"]["base_url"]
         assert spec["aliases"] == ["url"], module
-
