@@ -239,6 +239,17 @@ protected_holders:
   elements: dict
   sample:
     - {pid: 812, user: nvidia-persistenced, cmdline: "/usr/bin/nvidia-persistenced", state: sleeping, protected: gpu daemon}
+spared_ansible:
+  description:
+    - Processes of the Ansible run itself whose command line a pattern matched (the C(ansible) command that
+      passes the patterns, its forked workers, C(ansible-runner), the module's own ancestors), never signalled,
+      with the reason (C(ansible), C(ancestor) or C(copy of an ancestor)).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {pid: 4410, user: root, cmdline: "/usr/bin/python3 /usr/bin/ansible gpu_hosts -m gpufleet.serving.gpu_release -a patterns=sglang::",
+       state: sleeping, protected: ancestor}
 gpus:
   description: Every selected GPU.
   returned: always
