@@ -39,7 +39,7 @@ def bindep_names(platform):
     """Package names of ee-bindep.txt that apply on `platform` (dpkg or rpm)."""
     names = []
     for line in requirement_lines(META / "ee-bindep.txt"):
-        name, _, selector = line.partition("[")
+        name, unused, selector = line.partition("[")
         if not selector or "platform:%s" % platform in selector:
             names.append(name.strip())
     return names
