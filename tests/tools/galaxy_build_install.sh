@@ -18,7 +18,7 @@ if tar -tzf "$tarball" | grep -E '(^|/)(\.venv[^/]*|\.ansible|build|tests/output
 fi
 # Left out (galaxy.yml build_ignore): the developers' tools. Kept: the licence, the execution
 # environment's files, the pins the simulated fleet reads, the kit and the example users copy.
-if tar -tzf "$tarball" | grep -E '^(Makefile|\.pylintrc|ruff\.toml|bench/|scripts/|\.ci/)' >&2; then
+if tar -tzf "$tarball" | grep -E '^(Makefile|\.pylintrc|ruff\.toml|bench/|scripts/|molecule/|\.ci/)' >&2; then
   echo "the tarball holds the developers' tools above" >&2; exit 1
 fi
 for kept in COPYING meta/execution-environment.yml meta/ee-requirements.txt meta/ee-bindep.txt \
