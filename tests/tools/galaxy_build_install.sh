@@ -23,7 +23,7 @@ if tar -tzf "$tarball" | grep -E '^(Makefile|\.pylintrc|ruff\.toml|bench/|script
 fi
 for kept in COPYING meta/execution-environment.yml meta/ee-requirements.txt meta/ee-bindep.txt \
     requirements-common.txt requirements-sglang.txt requirements-sglang-deps.txt sim/simctl \
-    docs/examples/my_role/molecule/default/create.yml docs/docsite/extra-docs.yml; do
+    docs/examples/my_role/molecule/default/create.yml docs/docsite/extra-docs.yml CHANGELOG.rst; do
   test -f "$installed/$kept" || { echo "the tarball lacks $kept" >&2; exit 1; }
 done
 printf "[defaults]\ncollections_path = %s\n" "$tmp/coll" > "$tmp/ansible.cfg"

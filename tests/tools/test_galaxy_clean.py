@@ -1,4 +1,4 @@
-"""What Galaxy and the docsite show: absolute README links, the licence, the guides.
+"""What Galaxy and the docsite show: absolute README links, the licence, the guides, the changelog.
 
 Galaxy renders README.md on the collection's page, away from the repository: a relative link
 breaks there, so every link is absolute, into galaxy.yml's repository. The tarball's contents
@@ -48,3 +48,9 @@ def test_the_docsite_links_every_guide():
     assert sorted(linked) == guides
     links = yaml.safe_load((REPO / "docs" / "docsite" / "links.yml").read_text())
     assert "https://github.com/%s" % links["edit_on_github"]["repository"] == GALAXY["repository"]
+
+
+def test_the_release_of_galaxy_yml_is_in_the_changelog():
+    changes = yaml.safe_load((REPO / "changelogs" / "changelog.yaml").read_text())
+    assert GALAXY["version"] in changes["releases"], "run: antsibull-changelog release (the version of galaxy.yml)"
+    assert "v%s\n" % GALAXY["version"] in (REPO / "CHANGELOG.rst").read_text()
