@@ -13,6 +13,7 @@ far above the server's rate (see bench/client_ceiling.py).
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import time
 from typing import Any
@@ -52,6 +53,89 @@ class Endpoint:
             % (self.prefix, path, self.base_headers, "Connection: close\r\n" if close else "", len(body))
         )
         return head.encode("latin-1") + body
+
+
+class MalformedResponse(ValueError):
+    """A response that breaks the protocol: it fails its request, never the run."""
+
+
+def _int_or_none(value, key):
+    # bool is an int in Python, and a float count (even 3.0) is not what either server sends.
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise MalformedResponse("%s is %s, not an integer" % (key, _kind(value)))
+
+
+def _str_or_none(value, key):
+    if value is None or isinstance(value, str):
+        return value
+    raise MalformedResponse("%s is %s, not a string" % (key, _kind(value)))
+
+
+def _kind(value):
+    return "null" if value is None else "a %s (%s)" % (type(value).__name__, repr(value)[:40])
+
+
+class StreamEvent:
+    """One OpenAI-compatible stream chunk, checked key by key.
+
+    The shapes SGLang and vLLM send (vllm/entrypoints/openai/protocol.py
+    CompletionStreamResponse, ChatCompletionStreamResponse; SGLang's
+    srt/entrypoints/openai/protocol.py): an object; `choices` a list of objects
+    (empty in the usage-only last chunk); `delta` an object (chat) with string or
+    null `content` / `reasoning_content`; `text` a string (completions);
+    `usage` null or an object of integer counts; `error` a string or an object.
+    """
+
+    __slots__ = ("text", "finish_reason", "completion_tokens", "prompt_tokens", "has_usage", "error")
+
+    def __init__(self, data: bytes) -> None:
+        try:
+            obj = json.loads(data)
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+            raise MalformedResponse("unparsable stream event (%s): %r" % (type(exc).__name__, data[:120]))
+        if not isinstance(obj, dict):
+            raise MalformedResponse("malformed stream event: not a JSON object but %s" % _kind(obj))
+        self.text = self.finish_reason = self.completion_tokens = self.prompt_tokens = self.error = None
+        self.has_usage = False
+        choices = obj.get("choices", [])
+        if obj.get("error") and not choices:
+            err = obj["error"]
+            self.error = "stream error: %s" % (err.get("message", err) if isinstance(err, dict) else err)
+            return
+        try:
+            self._usage(obj.get("usage"))
+            self._choices(choices)
+        except MalformedResponse as exc:
+            raise MalformedResponse("malformed stream event: %s: %r" % (exc, data[:120]))
+
+    def _usage(self, usage):
+        if usage is None:
+            return
+        if not isinstance(usage, dict):
+            raise MalformedResponse("usage is %s, not an object" % _kind(usage))
+        self.completion_tokens = _int_or_none(usage.get("completion_tokens"), "usage.completion_tokens")
+        self.prompt_tokens = _int_or_none(usage.get("prompt_tokens"), "usage.prompt_tokens")
+        self.has_usage = bool(usage)
+
+    def _choices(self, choices):
+        if not isinstance(choices, list):
+            raise MalformedResponse("choices is %s, not a list" % _kind(choices))
+        if not choices:
+            return
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            raise MalformedResponse("choices[0] is %s, not an object" % _kind(choice))
+        delta = choice.get("delta")
+        if delta is not None:  # chat; a thinking model's reasoning text is output too
+            if not isinstance(delta, dict):
+                raise MalformedResponse("delta is %s, not an object" % _kind(delta))
+            self.text = (_str_or_none(delta.get("content"), "delta.content")
+                         or _str_or_none(delta.get("reasoning_content"), "delta.reasoning_content")
+                         or _str_or_none(delta.get("reasoning"), "delta.reasoning"))
+        else:
+            self.text = _str_or_none(choice.get("text"), "text")
+        self.finish_reason = _str_or_none(choice.get("finish_reason"), "finish_reason")
 
 
 class Handler:
@@ -149,7 +233,7 @@ class StreamProtocol(asyncio.Protocol):
                 end = buf.find(b"\r\n", pos)
                 if end < 0:
                     break
-                size = int(buf[pos:end].split(b";", 1)[0].strip() or b"0", 16)
+                size = _number(buf[pos:end].split(b";", 1)[0].strip() or b"0", 16, "chunk size")
                 pos = end + 2
                 if size == 0:
                     self.state = "trailer"
@@ -197,7 +281,7 @@ class StreamProtocol(asyncio.Protocol):
         parts = lines[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/"):
             raise ValueError("not an HTTP response: %r" % lines[0][:80])
-        self.status = int(parts[1])
+        self.status = _number(parts[1], 10, "status line %r:" % lines[0][:80])
         headers = {}
         for line in lines[1:]:
             key, unused, value = line.partition(":")
@@ -208,7 +292,7 @@ class StreamProtocol(asyncio.Protocol):
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self.state = "size"
         elif "content-length" in headers:
-            self.remaining = int(headers["content-length"])
+            self.remaining = _number(headers["content-length"], 10, "Content-Length")
             self.state = "length" if self.remaining else "done"
         else:
             self.keep_alive = False
@@ -244,6 +328,18 @@ class StreamProtocol(asyncio.Protocol):
         if not self.keep_alive and self.transport is not None:
             self.transport.close()
         self.future.set_result(self.status)
+
+
+def _number(text, base, what):
+    """A non-negative integer of the framing, or MalformedResponse naming the field."""
+    try:
+        value = int(text, base)
+    except ValueError:
+        value = -1
+    # int() takes signs, spaces and underscores that HTTP does not: a negative size would walk backwards.
+    if value < 0 or not text or text[:1] in (b"-", b"+", "-", "+"):
+        raise MalformedResponse("bad %s %r in the response" % (what, text[:40]))
+    return value
 
 
 async def open_connection(endpoint: Endpoint, timeout: float) -> StreamProtocol:
