@@ -48,7 +48,7 @@ def test_malformed_events_fail_their_request_only(bad_server, api):
     assert (lv["completed"], lv["failed"]) == (2, n - 2)
     assert lv["output_tokens"] == 2 * 16
     joined = " | ".join(lv["errors"])
-    for key in ("choices is null", "choices is a str", "delta is a str", "usage is a int",
+    for key in ("choices is null", "choices is a str", "delta is a str", "usage is an int",
                 "usage.completion_tokens is a str"):
         assert key in joined, joined
 

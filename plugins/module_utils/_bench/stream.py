@@ -73,7 +73,10 @@ def _str_or_none(value, key):
 
 
 def _kind(value):
-    return "null" if value is None else "a %s (%s)" % (type(value).__name__, repr(value)[:40])
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return "%s %s (%s)" % ("an" if name[0] in "aeiou" else "a", name, repr(value)[:40])
 
 
 class StreamEvent:
