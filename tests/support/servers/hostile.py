@@ -68,8 +68,8 @@ async def _stream(writer, args, behaviour, body, chat):
     obj = "chat.completion.chunk" if chat else "text_completion"
     writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
     if chat:
-        writer.write(_sse({"object": obj, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                                         "finish_reason": None}], "usage": _usage(0)}))
+        role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+        writer.write(_sse({"object": obj, "choices": [role], "usage": _usage(0)}))
     if kind == "empty":
         writer.write(_sse(b"[DONE]") + b"0\r\n\r\n")
         return
