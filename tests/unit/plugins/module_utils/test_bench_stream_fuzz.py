@@ -7,7 +7,8 @@ The seed streams are the shapes the simulators send, themselves read from the wh
 SGLang's openai_chunk / openai_usage_chunk (sim/pypath/sglang/_sim/api.py, after
 srt/entrypoints/openai/serving_completions.py and serving_chat.py) and vLLM's _stream
 (sim/pypath/vllm/_sim/http_api.py, after entrypoints/openai/serving_completion.py and
-serving_chat.py), with continuous usage on every chunk.
+serving_chat.py), with continuous usage on every chunk. Derandomized: every run tries the same
+cases, so a failure reproduces and CI never flakes on a new draw.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def _finish(rec):
     return rec
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.sampled_from(range(len(SEEDS))), data=st.data())
 def test_mutated_events_fail_their_request_only(seed, data):
     events = copy.deepcopy(SEEDS[seed])
@@ -165,7 +166,7 @@ class _Transport:
         pass
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
 @given(seed=st.sampled_from(range(len(SEEDS))), cut=st.integers(0, 2000), junk=st.binary(max_size=8),
        split=st.integers(1, 64))
 def test_mutated_http_framing_ends_the_request_not_the_run(seed, cut, junk, split):
