@@ -2,17 +2,19 @@
 
   pid_reuse.py
 
-Starts a process, notes its PID and start time, SIGKILLs and reaps it, then starts another
-one under the same PID (writing PID-1 to /proc/sys/kernel/ns_last_pid before each fork,
-retrying while other processes of the namespace take it first). Prints one JSON line:
-{"pid", "old_start_time", "new_start_time"}; the new process lives until this script's
-stdin closes, then it is SIGKILLed by PID and reaped.
+Starts a process and prints {"pid", "start_time"} as a JSON line. When a line arrives on
+stdin it SIGKILLs and reaps that process and at once starts another one under the same PID
+(writing PID-1 to /proc/sys/kernel/ns_last_pid before each fork, retrying while other
+processes of the namespace take it first), then prints {"pid", "start_time"} of the new one.
+The new process lives until this script's stdin closes, then it is SIGKILLed by PID and reaped.
 """
 import json
 import os
 import signal
 import sys
 import time
+
+STARTED = time.monotonic()
 
 
 def start_time(pid):
@@ -31,8 +33,9 @@ def sleeper():
 
 def main():
     old = sleeper()
-    old_start = start_time(old)
-    time.sleep(0.05)  # a start time is in clock ticks: the next process must start in a later tick
+    print(json.dumps({"pid": old, "start_time": start_time(old)}), flush=True)
+    sys.stdin.readline()
+    time.sleep(max(0.0, 0.05 - (time.monotonic() - STARTED)))  # start times are in clock ticks: a later one
     os.kill(old, signal.SIGKILL)
     os.waitpid(old, 0)
     for unused in range(1000):
@@ -45,7 +48,7 @@ def main():
         os.waitpid(new, 0)
     else:
         raise SystemExit("PID %d was never handed out again" % old)
-    print(json.dumps({"pid": old, "old_start_time": old_start, "new_start_time": start_time(new)}), flush=True)
+    print(json.dumps({"pid": new, "start_time": start_time(new)}), flush=True)
     sys.stdin.read()
     os.kill(new, signal.SIGKILL)
     os.waitpid(new, 0)
