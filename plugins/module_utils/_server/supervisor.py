@@ -156,9 +156,10 @@ def supervise(params: dict, check_mode: bool = False) -> dict:
     """The server_process module's result for `state` started, stopped or status.
 
     A start or a stop holds the host lock of its state file (host_lock.py): runs against
-    one server take turns, and a later stop finds the server stopped.
+    one server take turns, and a later stop finds the server stopped. Status and check
+    mode change nothing, so they take no lock (and create no lock file).
     """
-    if params["state"] == "status" or (check_mode and not os.path.isdir(os.path.dirname(params["state_file"]))):
+    if params["state"] == "status" or check_mode:
         return _supervise(params, check_mode)
     with host_lock(params["state_file"], params.get("lock_timeout", 120.0)):
         return _supervise(params, check_mode)
