@@ -22,8 +22,8 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream imp
     Endpoint,
     Handler,
     MalformedResponse,
-    StreamEvent,
     open_connection,
+    read_event,
 )
 
 # Token ids for random completions prompts: below every common tokenizer's
@@ -103,24 +103,24 @@ class Record(Handler):
         if self.error is not None:
             return  # the request has failed already; its first error is the one to show
         try:
-            event = StreamEvent(data)
+            text, finish, completion, prompt, has_usage, error = read_event(data)
         except MalformedResponse as exc:
             self.error = str(exc)
             return
-        if event.error:
-            self.error = event.error
+        if error:
+            self.error = error
             return
-        if event.completion_tokens is not None:
-            self._cum = self.completion_tokens = event.completion_tokens
-        if event.prompt_tokens is not None:
-            self.prompt_tokens = event.prompt_tokens
-        if event.text:
+        if completion is not None:
+            self._cum = self.completion_tokens = completion
+        if prompt is not None:
+            self.prompt_tokens = prompt
+        if text:
             if self.first is None:
                 self.first = now
             self.chunk_times.append(now)
-            self.chunk_cum.append(self._cum if event.has_usage else None)
-        if event.finish_reason:
-            self.finish_reason = event.finish_reason
+            self.chunk_cum.append(self._cum if has_usage else None)
+        if finish:
+            self.finish_reason = finish
 
     def on_end(self, now: float) -> None:
         if self.end is None or not self.done:

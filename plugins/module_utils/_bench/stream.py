@@ -59,19 +59,6 @@ class MalformedResponse(ValueError):
     """A response that breaks the protocol: it fails its request, never the run."""
 
 
-def _int_or_none(value, key):
-    # bool is an int in Python, and a float count (even 3.0) is not what either server sends.
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    raise MalformedResponse("%s is %s, not an integer" % (key, _kind(value)))
-
-
-def _str_or_none(value, key):
-    if value is None or isinstance(value, str):
-        return value
-    raise MalformedResponse("%s is %s, not a string" % (key, _kind(value)))
-
-
 def _kind(value):
     if value is None:
         return "null"
@@ -79,66 +66,73 @@ def _kind(value):
     return "%s %s (%s)" % ("an" if name[0] in "aeiou" else "a", name, repr(value)[:40])
 
 
-class StreamEvent:
-    """One OpenAI-compatible stream chunk, checked key by key.
+def _bad(data, key, value, want):
+    raise MalformedResponse("malformed stream event: %s is %s, not %s: %r" % (key, _kind(value), want, data[:120]))
+
+
+_NO_CHOICES = []
+
+
+def read_event(data: bytes) -> tuple:
+    """One OpenAI-compatible stream chunk, checked key by key:
+    (text, finish_reason, completion_tokens, prompt_tokens, has_usage, error).
 
     The shapes SGLang and vLLM send (vllm/entrypoints/openai/protocol.py
     CompletionStreamResponse, ChatCompletionStreamResponse; SGLang's
     srt/entrypoints/openai/protocol.py): an object; `choices` a list of objects
     (empty in the usage-only last chunk); `delta` an object (chat) with string or
-    null `content` / `reasoning_content`; `text` a string (completions);
-    `usage` null or an object of integer counts; `error` a string or an object.
+    null `content` / `reasoning_content`; `text` a string (completions); `usage`
+    null or an object of integer counts; `error` a string or an object. Anything
+    else raises MalformedResponse naming the key. Exact type checks (`type(x) is
+    int`) keep it cheap per chunk and refuse a bool or float count.
     """
-
-    __slots__ = ("text", "finish_reason", "completion_tokens", "prompt_tokens", "has_usage", "error")
-
-    def __init__(self, data: bytes) -> None:
-        try:
-            obj = json.loads(data)
-        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-            raise MalformedResponse("unparsable stream event (%s): %r" % (type(exc).__name__, data[:120]))
-        if not isinstance(obj, dict):
-            raise MalformedResponse("malformed stream event: not a JSON object but %s" % _kind(obj))
-        self.text = self.finish_reason = self.completion_tokens = self.prompt_tokens = self.error = None
-        self.has_usage = False
-        choices = obj.get("choices", [])
-        if obj.get("error") and not choices:
-            err = obj["error"]
-            self.error = "stream error: %s" % (err.get("message", err) if isinstance(err, dict) else err)
-            return
-        try:
-            self._usage(obj.get("usage"))
-            self._choices(choices)
-        except MalformedResponse as exc:
-            raise MalformedResponse("malformed stream event: %s: %r" % (exc, data[:120]))
-
-    def _usage(self, usage):
-        if usage is None:
-            return
-        if not isinstance(usage, dict):
-            raise MalformedResponse("usage is %s, not an object" % _kind(usage))
-        self.completion_tokens = _int_or_none(usage.get("completion_tokens"), "usage.completion_tokens")
-        self.prompt_tokens = _int_or_none(usage.get("prompt_tokens"), "usage.prompt_tokens")
-        self.has_usage = bool(usage)
-
-    def _choices(self, choices):
-        if not isinstance(choices, list):
-            raise MalformedResponse("choices is %s, not a list" % _kind(choices))
-        if not choices:
-            return
-        choice = choices[0]
-        if not isinstance(choice, dict):
-            raise MalformedResponse("choices[0] is %s, not an object" % _kind(choice))
-        delta = choice.get("delta")
-        if delta is not None:  # chat; a thinking model's reasoning text is output too
-            if not isinstance(delta, dict):
-                raise MalformedResponse("delta is %s, not an object" % _kind(delta))
-            self.text = (_str_or_none(delta.get("content"), "delta.content")
-                         or _str_or_none(delta.get("reasoning_content"), "delta.reasoning_content")
-                         or _str_or_none(delta.get("reasoning"), "delta.reasoning"))
-        else:
-            self.text = _str_or_none(choice.get("text"), "text")
-        self.finish_reason = _str_or_none(choice.get("finish_reason"), "finish_reason")
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        raise MalformedResponse("unparsable stream event (%s): %r" % (type(exc).__name__, data[:120]))
+    if type(obj) is not dict:
+        raise MalformedResponse("malformed stream event: not a JSON object but %s" % _kind(obj))
+    choices = obj.get("choices", _NO_CHOICES)
+    if obj.get("error") and not choices:
+        err = obj["error"]
+        return None, None, None, None, False, "stream error: %s" % (
+            err.get("message", err) if isinstance(err, dict) else err)
+    completion = prompt = None
+    usage = obj.get("usage")
+    if usage is not None:
+        if type(usage) is not dict:
+            _bad(data, "usage", usage, "an object")
+        completion = usage.get("completion_tokens")
+        if completion is not None and type(completion) is not int:
+            _bad(data, "usage.completion_tokens", completion, "an integer")
+        prompt = usage.get("prompt_tokens")
+        if prompt is not None and type(prompt) is not int:
+            _bad(data, "usage.prompt_tokens", prompt, "an integer")
+    if type(choices) is not list:
+        _bad(data, "choices", choices, "a list")
+    if not choices:
+        return None, None, completion, prompt, bool(usage), None
+    choice = choices[0]
+    if type(choice) is not dict:
+        _bad(data, "choices[0]", choice, "an object")
+    delta = choice.get("delta")
+    text = None
+    if delta is not None:  # chat; a thinking model's reasoning text is output too
+        if type(delta) is not dict:
+            _bad(data, "delta", delta, "an object")
+        for key in ("content", "reasoning_content", "reasoning"):
+            value = delta.get(key)
+            if value is not None and type(value) is not str:
+                _bad(data, "delta." + key, value, "a string")
+            text = text or value
+    else:
+        text = choice.get("text")
+        if text is not None and type(text) is not str:
+            _bad(data, "text", text, "a string")
+    finish = choice.get("finish_reason")
+    if finish is not None and type(finish) is not str:
+        _bad(data, "finish_reason", finish, "a string")
+    return text, finish, completion, prompt, bool(usage), None
 
 
 class Handler:
