@@ -126,6 +126,23 @@ options:
       - Unset, the wait is one module run, silent until it ends. Ignored in check mode and with C(async).
     type: float
     version_added: 0.1.0
+  process_identity:
+    description:
+      - The process the PID must still be, as an earlier watch of the same wait saw it. A process under
+        that PID with another start time counts as the server gone (the PID was reused).
+      - The action plugin passes the first slice's to every later slice of a wait with O(progress_interval);
+        set it yourself only to tie O(pid) to the process a launch started (RV(process.start_time)).
+    type: dict
+    suboptions:
+      pid:
+        description: The PID.
+        type: int
+        required: true
+      start_time:
+        description: Its start time, clock ticks after boot (field 22 of C(/proc/PID/stat)).
+        type: int
+        required: true
+    version_added: 0.1.0
   progress_file:
     description:
       - File the module rewrites with one line per phase change and a heartbeat every 10 seconds
@@ -313,6 +330,9 @@ process:
     detail:
       description: Human-readable state.
       type: str
+    start_time:
+      description: Start time of the live watched process (clock ticks after boot); null when not known.
+      type: int
 cause:
   description:
     - Why the server is not ready. V(kind) is one of V(oom), V(ports_held), V(address_in_use), V(bad_argument),
@@ -371,6 +391,8 @@ def main():
             progress_file=dict(type="path"),
             # Used by the action plugin (plugins/action/server_wait.py), which runs the module in slices.
             progress_interval=dict(type="float"),
+            process_identity=dict(type="dict", options=dict(pid=dict(type="int", required=True),
+                                                            start_time=dict(type="int", required=True))),
         ),
         mutually_exclusive=[("pid", "pidfile", "systemd_unit")],
         supports_check_mode=True,
