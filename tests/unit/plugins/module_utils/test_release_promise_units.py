@@ -145,6 +145,12 @@ def test_regex_list_refuses_a_split_that_cuts_a_regex(value):
         regex_list(value, "patterns")
 
 
+@pytest.mark.parametrize("value", [[None], ["sglang::", None]])
+def test_regex_list_refuses_a_null_item_instead_of_matching_the_word_none(value):
+    with pytest.raises(InvalidInput, match="patterns: item %d is null" % len(value)):
+        regex_list(value, "patterns")
+
+
 @pytest.mark.parametrize("value, strict", [(float("nan"), False), (float("inf"), False), (-1.0, False),
                                            (0.0, True), (None, False)])
 def test_finite_refuses(value, strict):
