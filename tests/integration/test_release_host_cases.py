@@ -3,7 +3,6 @@
 Each test starts its processes in a private PID namespace (`ns`): a paused server tree,
 a restart loop with a pause, a look-alike of the module's interpreter, bad inputs.
 """
-import os
 
 from simlib import fakegpu
 
