@@ -205,7 +205,15 @@ killed:
     sigkill_at_once:
       description: >-
         Why the process got SIGKILL without a SIGTERM first: C(SIGTERM ignored), C(SIGTERM blocked by every thread),
-        or C(PID 1 of its own PID namespace without a SIGTERM handler) (read from /proc/PID/status).
+        C(PID 1 of its own PID namespace without a SIGTERM handler), or C(ptrace-stopped (traced by pid N): ...)
+        (a debugger or profiler holds it; it acts on no signal but SIGKILL until its tracer lets it go)
+        (read from /proc/PID/status and /proc/PID/task/*/stat).
+      type: str
+      returned: when so
+    continued:
+      description: >-
+        Why C(SIGCONT) followed C(SIGTERM): the process was stopped by job control (state T: Ctrl-Z, SIGSTOP), and
+        SIGTERM stays pending on a stopped process until it is continued (as systemd does, systemd.kill(5)).
       type: str
       returned: when so
   sample:

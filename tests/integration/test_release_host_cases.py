@@ -4,10 +4,19 @@ Each test starts its processes in a private PID namespace (`ns`): a paused serve
 a restart loop with a pause, a look-alike of the module's interpreter, bad inputs.
 """
 
+import json
+import os
+import subprocess
+
 from simlib import fakegpu
 
 from tests.support.ansible import run_module
 from tests.support.gpu import hold
+from tests.support.paths import PYTHON, SCRIPTS
+from tests.support.polling import poll
+
+HOLDER = os.path.join(SCRIPTS, "promise_holder.py")
+TRACER = os.path.join(SCRIPTS, "ptrace_stop.py")
 
 SGLANG = r"sglang::|sglang\.launch_server"
 
@@ -24,3 +33,46 @@ def test_null_pattern_is_refused_not_read_as_the_regex_none(gpu_root, ns):
     assert res["_rc"] != 0
     assert "patterns: item 1 is null" in res["msg"], res["msg"]
     assert ns.alive(bystander)
+
+
+def start_tree(ns, env, root, gpus, mib):
+    """A server tree in the namespace: a launcher on gpus[0] and one scheduler per further GPU."""
+    proc = ns.popen([PYTHON, HOLDER, "tree", root, str(gpus[0]), str(mib), "python3 -m sglang.launch_server --tp %d" % len(gpus)]
+                    + [str(g) for g in gpus[1:]], env=env, stdout=subprocess.PIPE, text=True)
+    tree = json.loads(proc.stdout.readline())
+    return [tree["pid"]] + tree["children"]
+
+
+def test_stopped_tree_is_continued_after_sigterm_and_gone_at_once(gpu_root, ns):
+    """A paused server (Ctrl-Z, kill -STOP) kept SIGTERM pending and waited all of term_timeout."""
+    root, env = gpu_root
+    pids = start_tree(ns, env, root, [0, 1, 2], 1500)
+    ns.run(["kill", "-STOP"] + [str(p) for p in pids], check=True)
+    poll(lambda: all(ns.state(p) == "T" for p in pids), what="the tree to stop")
+    res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [0, 1, 2], "term_timeout": 10, "timeout": 20},
+                     env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    killed = {k["pid"]: k for k in res["killed"]}
+    assert set(killed) == set(pids), killed
+    for entry in killed.values():
+        assert entry["signals"] == ["SIGTERM", "SIGCONT"], entry
+        assert entry["continued"].startswith("stopped (state T)"), entry
+    assert res["timings"]["pattern"] < 3, res["timings"]  # not the 10 s term_timeout
+    assert all(used(root)[g] == 0 for g in (0, 1, 2))
+
+
+def test_ptrace_stopped_holder_gets_sigkill_at_once_naming_its_tracer(gpu_root, ns):
+    """A holder a debugger paused (state t) acts on no SIGTERM: it waited all of term_timeout."""
+    root, env = gpu_root
+    pid = hold(root, 4, 1000, "sglang::scheduler_TP4", ns, env)
+    tracer = ns.popen([PYTHON, TRACER, str(pid)], stdout=subprocess.PIPE, text=True)
+    assert tracer.stdout.readline().strip() == "traced"
+    poll(lambda: ns.state(pid) == "t", what="the holder to be in tracing stop")
+    res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [4], "term_timeout": 10, "timeout": 20},
+                     env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    (entry,) = res["killed"]
+    assert (entry["pid"], entry["signals"]) == (pid, ["SIGKILL"]), entry
+    assert entry["sigkill_at_once"].startswith("ptrace-stopped (traced by pid "), entry
+    assert res["timings"]["pattern"] < 3, res["timings"]
+    assert used(root)[4] == 0
