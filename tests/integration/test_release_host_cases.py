@@ -12,11 +12,12 @@ from simlib import fakegpu
 
 from tests.support.ansible import run_module
 from tests.support.gpu import hold
-from tests.support.paths import PYTHON, SCRIPTS
+from tests.support.paths import PYTHON, SCRIPTS, VENV_BIN
 from tests.support.polling import poll
 
 HOLDER = os.path.join(SCRIPTS, "promise_holder.py")
 TRACER = os.path.join(SCRIPTS, "ptrace_stop.py")
+NOBODY = 65534
 
 SGLANG = r"sglang::|sglang\.launch_server"
 
@@ -76,3 +77,20 @@ def test_ptrace_stopped_holder_gets_sigkill_at_once_naming_its_tracer(gpu_root, 
     assert entry["sigkill_at_once"].startswith("ptrace-stopped (traced by pid "), entry
     assert res["timings"]["pattern"] < 3, res["timings"]
     assert used(root)[4] == 0
+
+
+def test_other_users_lookalike_of_the_module_interpreter_is_released(gpu_root, ns):
+    """A `nobody` process titled exactly the interpreter path (the pipelined module's command line)
+    holding GPU 2 was spared as 'copy of an ancestor', and the GPU stayed used."""
+    root, env = gpu_root
+    env = dict(env, ANSIBLE_PIPELINING="True")
+    # Implicit localhost runs modules with the interpreter that runs `ansible` (its shebang).
+    with open(os.path.join(VENV_BIN, "ansible")) as handle:
+        interpreter = handle.readline()[2:].strip()
+    proc = ns.popen([PYTHON, HOLDER, "plain", root, "2", "1000", interpreter], env=dict(env, GF_SETUID=str(NOBODY)),
+                    stdout=subprocess.PIPE, text=True)
+    pid = int(proc.stdout.readline())
+    res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [2]}, env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    assert [(k["pid"], k["user"], k["reason"]) for k in res["killed"]] == [(pid, "nobody", "device")], res["killed"]
+    assert res["protected_holders"] == [] and used(root)[2] == 0

@@ -14,7 +14,9 @@ Protection goes by what a process is, never by what it calls itself: a title
 - a kernel thread carries PF_KTHREAD in /proc/PID/stat (PPID 2 proves nothing:
   in a PID namespace PID 2 is an ordinary process, the launcher under tini);
 - Ansible's own processes (_ansible_procs), the module's ancestors and its own
-  helpers, PID 1, and what the `protect` regexes match.
+  helpers, PID 1, and what the `protect` regexes match;
+- a copy of an ancestor (ansible's fork for another host): the same command line,
+  but only as a child of an ancestor other than init, run by the same user.
 """
 
 from __future__ import annotations
@@ -97,10 +99,15 @@ class Protection:
         self.lineage = set(ancestors(table, own_pid)) | {own_pid}
         # Our own helpers (the bounded NVML child) hold the device files too.
         self.own_tree = descendants(table, [own_pid]) | {own_pid}
-        # Copies of a command that runs us (ansible's forks for other hosts
-        # carry the same command line as the ansible process above us).
-        self.lineage_cmdlines = {table[p].cmdline for p in self.lineage
-                                 if p in table and table[p].argv}
+        # Copies of a command that runs us (ansible's forks for other hosts carry the
+        # same command line as the ansible process above us): {cmdline: owners' UIDs}.
+        # The command line alone proves nothing (anyone may title a process
+        # `/usr/bin/python3`, as the module runs under pipelining): a copy must also
+        # be a child of one of our ancestors other than init, and run as that copy's owner.
+        self.lineage_cmdlines = {}
+        for pid in self.lineage:
+            if pid in table and table[pid].argv:
+                self.lineage_cmdlines.setdefault(table[pid].cmdline, set()).add(table[pid].uid)
         self._ansible = None  # computed on first need: a no-op never needs it
         self._cache = {}
 
@@ -130,7 +137,8 @@ class Protection:
             return "kernel thread"
         if pid in self.ansible:
             return "ansible"
-        if info.argv and info.cmdline in self.lineage_cmdlines:
+        if info.argv and info.ppid in self.lineage and info.ppid != 1 \
+                and info.uid in self.lineage_cmdlines.get(info.cmdline, ()):
             return "copy of an ancestor"
         if any(r.search(info.cmdline) for r in self.extra):
             return "protect pattern"
