@@ -247,6 +247,16 @@ protected_holders:
   elements: dict
   sample:
     - {pid: 812, user: nvidia-persistenced, cmdline: "/usr/bin/nvidia-persistenced", state: sleeping, protected: gpu daemon}
+protected_matches:
+  description: >-
+    Processes whose command line matches a pattern but that are never signalled, with the reason: C(terminal multiplexer)
+    (a tmux or screen server keeps the argv of the command that started it; the matching session's own processes are
+    released, the multiplexer and its other sessions are spared), C(ansible), C(gpu daemon), C(protect pattern), ...
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {pid: 2170, user: root, cmdline: "tmux new -d -s srv python3 -m sglang.launch_server --tp 4", state: sleeping, protected: terminal multiplexer}
 gpus:
   description: Every selected GPU.
   returned: always

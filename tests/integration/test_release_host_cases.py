@@ -6,8 +6,10 @@ a restart loop with a pause, a look-alike of the module's interpreter, bad input
 
 import json
 import os
+import shutil
 import subprocess
 
+import pytest
 from simlib import fakegpu
 
 from tests.support.ansible import run_module
@@ -94,3 +96,28 @@ def test_other_users_lookalike_of_the_module_interpreter_is_released(gpu_root, n
     assert res["_rc"] == 0, res.get("msg")
     assert [(k["pid"], k["user"], k["reason"]) for k in res["killed"]] == [(pid, "nobody", "device")], res["killed"]
     assert res["protected_holders"] == [] and used(root)[2] == 0
+
+
+@pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
+def test_tmux_session_released_multiplexer_and_other_session_spared(gpu_root, ns, tmp_path):
+    """`tmux new -d -s srv 'python3 -m sglang.launch_server ...'`: the tmux server keeps that argv,
+    matched, and its SIGTERM ended every session, the training job on GPU 5 too."""
+    root, env = gpu_root
+    sock = str(tmp_path / "tmux.sock")
+    tmux = ["tmux", "-f", "/dev/null", "-S", sock]
+    ns.run(tmux + ["new", "-d", "-s", "srv", "%s %s plain %s 0 1500 'python3 -m sglang.launch_server --tp 1'"
+                   % (PYTHON, HOLDER, root)], env=env, check=True)
+    ns.run(tmux + ["new", "-d", "-s", "job", "%s %s plain %s 5 1000 'python3 train.py'" % (PYTHON, HOLDER, root)],
+           env=env, check=True)
+    poll(lambda: used(root)[0] == 1500 and used(root)[5] == 1000, what="both sessions to hold their GPUs")
+    server = int(ns.run(tmux + ["display", "-p", "#{pid}"], capture_output=True, text=True, check=True).stdout)
+    with open("%s/%d/cmdline" % (ns.proc, server), "rb") as handle:
+        assert b"sglang.launch_server" in handle.read()  # what makes it match
+    res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [0, 1, 2, 3]}, env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    assert [k["cmdline"] for k in res["killed"]] == ["python3 -m sglang.launch_server --tp 1"], res["killed"]
+    assert [(m["pid"], m["protected"]) for m in res["protected_matches"]] == [(server, "terminal multiplexer")]
+    assert ns.alive(server) and used(root)[0] == 0 and used(root)[5] == 1000
+    sessions = ns.run(tmux + ["ls", "-F", "#{session_name}"], capture_output=True, text=True, check=True).stdout
+    assert sessions.split() == ["job"]  # the srv session ended with its command
+    ns.run(tmux + ["kill-server"], check=True)

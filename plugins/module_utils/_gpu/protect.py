@@ -15,6 +15,9 @@ Protection goes by what a process is, never by what it calls itself: a title
   in a PID namespace PID 2 is an ordinary process, the launcher under tini);
 - Ansible's own processes (_ansible_procs), the module's ancestors and its own
   helpers, PID 1, and what the `protect` regexes match;
+- a terminal multiplexer's server or client (tmux, screen, ...: MULTIPLEXERS) by
+  its executable: its argv may carry the server's command line, its sessions
+  are not all the server's;
 - a copy of an ancestor (ansible's fork for another host): the same command line,
   but only as a child of an ancestor other than init, run by the same user.
 """
@@ -35,6 +38,12 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table impor
 DAEMONS = ("nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi", "nvidia-fabricmanager",
            "nv-fabricmanager", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server", "Xorg", "Xwayland",
            "X", "nvidia-device-plugin", "k8s-device-plugin", "gpu-feature-discovery")
+# Terminal multiplexers and session managers, by the base name of their executable.
+# Their server keeps the argv of the command that started it (`tmux new -d -s srv
+# 'python3 -m sglang.launch_server ...'`), so it matches the server's pattern; it is
+# not the server: ending it ends every session it holds. The matching session's own
+# processes match by themselves and are released; the multiplexer is spared.
+MULTIPLEXERS = ("tmux", "screen", "zellij", "abduco", "dtach")
 COMM_LEN = 15  # the kernel cuts /proc/PID/comm to 15 characters
 SYSTEM_UID_MAX = 999  # login.defs SYS_UID_MAX: daemons' own accounts (nvidia-persistenced, nvidia-dcgm)
 
@@ -74,6 +83,15 @@ def daemon_identity(info: Any, exe_trusted: Any = exe_file_trusted) -> bool:
         return is_daemon_name(name) and exe_trusted(info)
     # The executable cannot be read (not ours to inspect): argv[0] of a root/system process.
     return bool(info.argv) and is_daemon_name(os.path.basename(info.argv[0].split(" ")[0]))
+
+
+def multiplexer_identity(info: Any, exe_trusted: Any = exe_file_trusted) -> bool:
+    """True when `info` runs a terminal multiplexer's executable (root's file, whoever runs it)."""
+    exe = info.exe
+    if exe is None:
+        return False
+    name = os.path.basename(exe[:-len(" (deleted)")] if exe.endswith(" (deleted)") else exe)
+    return name in MULTIPLEXERS and exe_trusted(info)
 
 
 def compile_protect(patterns: list | None) -> list:
@@ -144,4 +162,6 @@ class Protection:
             return "protect pattern"
         if daemon_identity(info, self.exe_trusted):
             return "gpu daemon"
+        if multiplexer_identity(info, self.exe_trusted):
+            return "terminal multiplexer"
         return None

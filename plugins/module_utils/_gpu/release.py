@@ -80,8 +80,12 @@ class Plan:
         self.skipped_trees = []
         self.tree_minors = set()  # GPUs the released trees sit on (verified too)
         selected = set(minors or ())
-        matched = {pid for pid, info in table.items()
-                   if info.argv and matches_any(regexes, info.cmdline) and not protection.reason(pid)}
+        hits = {pid for pid, info in table.items() if info.argv and matches_any(regexes, info.cmdline)}
+        matched = {pid for pid in hits if not protection.reason(pid)}
+        # Matches spared by what they are (a terminal multiplexer whose argv carries the
+        # server's command line, Ansible's own processes, a GPU daemon): named in the result.
+        self.protected_matches = [holder_record(table[pid], protection.reason(pid)) for pid in sorted(hits - matched)
+                                  if protection.reason(pid) not in ("self", "ancestor", "init")]
         trees = _scope.matched_trees(table, matched, lambda pid: bool(holders.held(pid) & selected))
         for root, tree in sorted(trees.items()):
             if scoped:
@@ -239,7 +243,8 @@ class Releaser:
         indices, minors, before = self._select()
         plan = self._plan(minors)
         result = {"gpus_selected": indices, "killed": [], "failed_to_kill": [],
-                  "protected_holders": plan.protected_holders, "devices": self.devices}
+                  "protected_holders": plan.protected_holders, "protected_matches": plan.protected_matches,
+                  "devices": self.devices}
         if self.check_mode:
             planned = plan.targets(plan.pattern) + plan.targets(plan.sweep)
             live = [t for t in planned if not t.gone]
