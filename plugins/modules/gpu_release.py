@@ -135,11 +135,16 @@ options:
     default: true
   respawn_settle:
     description:
-      - After a release that signalled something, patterns and device holders are rescanned until this
-        many seconds after the last target was gone (never past O(timeout)). A process that matches or
-        holds a selected GPU and was not there before fails the task, naming it and the parent that
-        restarted it (stop that supervisor first). A supervisor that restarts more slowly than this
-        is not caught; raise it for such hosts.
+      - After a release that signalled something, each signalled process is watched for this many seconds
+        from its own exit (never past O(timeout)); patterns and device holders are rescanned while the GPU
+        memory drains. A process that matches or holds a selected GPU and was not there before fails the task,
+        naming it and the parent that restarted it (stop that supervisor first).
+      - A process whose parent and every ancestor up to init were released in the same run is not watched
+        (nobody is left to restart it; one rescan after the last exit still runs). RV(respawn_watch) says
+        what was watched and for how long.
+      - A surviving parent that restarts by design (a shell running a C(while) or C(until) loop, supervisord,
+        runit, s6, daemontools, systemd with C(Restart=)) fails the task at once, named in RV(restarters),
+        even when its pause is longer than this watch.
     type: float
     default: 0.5
 notes:
@@ -223,6 +228,22 @@ respawned:
     Processes that matched or held a selected GPU after the release although they were not there before
     (the task then fails), each with C(age) in seconds and its C(parent).
   returned: on a respawn
+  type: list
+  elements: dict
+respawn_watch:
+  description: >-
+    What the respawn watch looked at: C(settle) (seconds per process), C(rescans), C(watched) (each process watched
+    from its own exit, with C(watched_s), the seconds covered, its surviving C(parent_pid) and, when that parent
+    restarts by design, C(restarter)), and C(skipped) (processes whose parent and every ancestor up to init were
+    released in this run, with C(why)).
+  returned: after a release that signalled something
+  type: dict
+restarters:
+  description: >-
+    Surviving parents that restart by design what the release ended (the task then fails): C(pid), C(cmdline),
+    C(user), C(kind) (for example C(a shell running a loop (while)), C(supervisord), C(systemd unit x.service with
+    Restart=always)) and C(started), the released PIDs it started.
+  returned: when one is found
   type: list
   elements: dict
 predicted_failures:

@@ -121,3 +121,26 @@ def test_tmux_session_released_multiplexer_and_other_session_spared(gpu_root, ns
     sessions = ns.run(tmux + ["ls", "-F", "#{session_name}"], capture_output=True, text=True, check=True).stdout
     assert sessions.split() == ["job"]  # the srv session ended with its command
     ns.run(tmux + ["kill-server"], check=True)
+
+
+@pytest.mark.parametrize("as_script", [True, False], ids=["script", "dash-c"])
+def test_restart_loop_with_a_pause_fails_naming_the_loop(gpu_root, ns, tmp_path, as_script):
+    """`while true; do python3 ...; sleep 1; done`: rc 0, and the server was back a second later."""
+    root, env = gpu_root
+    loop = 'while true; do "%s" "%s" plain "%s" 2 500 -; sleep 1; done' % (PYTHON, HOLDER, root)
+    if as_script:
+        script = tmp_path / "run_server.sh"
+        script.write_text(loop + "\n")
+        argv = ["bash", str(script)]
+    else:
+        argv = ["bash", "-c", loop]
+    shell = ns.popen(argv, env=dict(env, GF_TITLE="sglang::scheduler_TP2"), stdout=subprocess.PIPE)
+    first = int(shell.stdout.readline())
+    res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [2]}, env=env, ns=ns)
+    assert res["_rc"] != 0, res
+    assert "respawned" not in res  # nothing came back within the watch: the loop is named by what it is
+    (restarter,) = res["restarters"]
+    assert restarter["kind"] == "a shell running a loop (while)" and restarter["started"] == [first], restarter
+    assert res["msg"].startswith("GPUs not released for good: pid %d (bash " % restarter["pid"]), res["msg"]
+    assert "stop that supervisor first" in res["msg"]
+    assert [k["pid"] for k in res["killed"]] == [first]

@@ -13,6 +13,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import respawn_watch as _watch
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlError, NvmlSession, NvmlTimeout, gpu_memory_mib
@@ -32,7 +33,7 @@ STUCK_AFTER = 2.0  # seconds of unchanged memory before checking who still holds
 # passes made within this many seconds (the no-op's rescan and report): nothing was
 # signalled, so nothing of ours can have changed; a run that ever had a target never does.
 QUIET_REUSE = 0.25
-RESPAWN_SETTLE = 0.5  # default seconds after the last target is gone in which nothing may reappear
+RESPAWN_SETTLE = 0.5  # default seconds after each target is gone in which nothing may reappear
 RESPAWN_POLL = 0.1  # seconds between rescans for respawns
 
 
@@ -134,6 +135,7 @@ class Releaser:
         self.extra_protect = compile_protect(opts.protect)
         self.session = None
         self.matcher = None
+        self.watch, self.respawn, self.handled = None, None, set()
 
     # -- set-up ------------------------------------------------------------
     def _open_nvml(self):
@@ -256,7 +258,9 @@ class Releaser:
             return self._finish(result)
 
         timings = {}
+        watch = _watch.RespawnWatch(self.opts.respawn_settle)
         first = plan.targets(plan.pattern)
+        watch.note(first, plan.table, plan.protection)
         t0 = time.monotonic()
         stuck = release(first, self.opts.term_timeout, self.deadline)
         self._fail_if_denied(first, result)
@@ -270,6 +274,7 @@ class Releaser:
             sweep = {pid: why for pid, why in again.sweep.items()
                      if (pid, again.table[pid].create_time) not in handled}
             swept = again.targets(sweep)
+            watch.note(swept, again.table, again.protection)
             stuck += release(swept, self.opts.term_timeout, self.deadline)
             self._fail_if_denied(first + swept, result)
             done += swept
@@ -281,18 +286,25 @@ class Releaser:
         result["changed"] = any(t.signals for t in done)
         close_all(done)
 
+        # The respawn watch runs from each target's exit, between the NVML reads of the drain.
+        self.watch = watch if result["changed"] and not stuck else None
+        self.respawn = None
+        if self.watch is not None:
+            self.watch.arm(time.monotonic())
+            self.handled = {(t.pid, t.info.create_time) for t in done}
         after = None
         if self.opts.verify:
             t0 = time.monotonic()
             after = self._wait_drained(indices, minors)
             timings["verify"] = round(time.monotonic() - t0, 3)
             plan = self._plan(minors)  # who still holds what, for the report
-        if result["changed"] and not stuck:
-            t0 = time.monotonic()
-            self._check_respawns(minors, done, result)
-            timings["respawn_check"] = round(time.monotonic() - t0, 3)
-        result["timings"] = timings
         result["gpus"] = self._gpu_report(before, after, plan)
+        result["timings"] = timings
+        if self.watch is not None:
+            t0 = time.monotonic()
+            self._finish_watch(minors, result)
+            # What the watch cost after the memory was free (or after the signals, without verify).
+            timings["respawn_check"] = round(time.monotonic() - t0, 3)
         return self._finish(result)
 
     # -- promises: permission, respawns, check mode ----------------------------
@@ -317,22 +329,39 @@ class Releaser:
             % ("; ".join("pid %d (%s) of user %s" % (t.pid, t.result()["cmdline"][:120], t.info.user)
                          for t in denied), hint), result=result)
 
-    def _check_respawns(self, minors, done, result):
-        """Rescan until RESPAWN_SETTLE s after the last target went (or the deadline): nothing may come back."""
-        handled = {(t.pid, t.info.create_time) for t in done}
-        gone = [t.gone_at for t in done if t.gone_at is not None]
+    def _watch_tick(self, minors):
+        """One rescan of the respawn watch when one is due; True once something came back."""
+        watch, now = self.watch, time.monotonic()
+        if watch is None or self.respawn is not None or not watch.due(now, RESPAWN_POLL):
+            return self.respawn is not None
+        plan = self._plan(minors)
+        watch.scanned(now)
+        back = {pid: why for pid, why in list(plan.pattern.items()) + list(plan.sweep.items())
+                if (pid, plan.table[pid].create_time) not in self.handled}
+        if back:
+            self.respawn = (plan, back)
+        return self.respawn is not None
+
+    def _finish_watch(self, minors, result):
+        """Rescan until every window is closed (never past the deadline); then name a live restarter."""
+        watch = self.watch
         # Never past the deadline: the last rescan and the report must fit before it too.
-        until = min((max(gone) if gone else time.monotonic()) + float(self.opts.respawn_settle), self.deadline - RESPAWN_POLL)
-        while True:
-            plan = self._plan(minors)
-            back = {pid: why for pid, why in list(plan.pattern.items()) + list(plan.sweep.items())
-                    if (pid, plan.table[pid].create_time) not in handled}
-            if back:
-                self._fail_respawned(plan, back, result)
+        until = min(watch.until if watch.until is not None else 0.0, self.deadline - RESPAWN_POLL)
+        while not self._watch_tick(minors):
             now = time.monotonic()
-            if now + RESPAWN_POLL / 2 >= until:
-                return
-            time.sleep(min(RESPAWN_POLL, until - now))
+            if watch.scanned_after_exits() and (watch.last_scan >= until or now >= until):
+                break
+            time.sleep(max(0.0, min(watch.last_scan + RESPAWN_POLL, until) - now))
+        result["respawn_watch"] = watch.report()
+        if self.respawn is not None:
+            self._fail_respawned(self.respawn[0], self.respawn[1], result)
+        found = watch.live_restarters()
+        if found:
+            result["restarters"] = [dict(holder_record(survivor, None), kind=kind,
+                                         started=[e.target.pid for e in entries])
+                                    for survivor, kind, entries in found]
+            result["elapsed"] = round(time.monotonic() - self.start, 3)
+            raise GpuFleetError(_watch.restarter_message(found), result=result)
 
     def _fail_respawned(self, plan, back, result):
         now = time.time()
@@ -388,6 +417,7 @@ class Releaser:
     def _wait_drained(self, indices, minors):
         """Poll NVML until every selected GPU is free, or the deadline.
 
+        The respawn watch rescans between the reads (_watch_tick); a respawn ends the wait.
         Gives up early when memory has stopped changing for STUCK_AFTER seconds
         and every GPU still in use is held only by protected processes: nothing
         this module may signal is left, so waiting out the timeout helps nobody.
@@ -397,7 +427,7 @@ class Releaser:
         while True:
             records = self.session.snapshot(indices)
             used = [gpu_memory_mib(r, self.opts.v1_reserve_mib)[0] for r in records]
-            if all(u <= limit for u in used):
+            if all(u <= limit for u in used) or self._watch_tick(minors):
                 return records
             now = time.monotonic()
             if now >= self.deadline:
