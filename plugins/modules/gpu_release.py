@@ -147,6 +147,19 @@ options:
         even when its pause is longer than this watch.
     type: float
     default: 0.5
+  mps:
+    description:
+      - What to do with the memory a CUDA MPS server (C(nvidia-cuda-mps-server), known by its executable) holds on a
+        selected GPU, its own per-GPU context, which stays as long as the MPS control daemon runs (74 MiB per GPU on
+        an H200 with driver 580). The MPS daemons are never signalled.
+      - V(overhead) counts it as daemon overhead in the verification, reported per GPU in RV(gpus[].mps) with the
+        figure, so that a release on an MPS host succeeds without touching the daemon.
+      - V(quit) stops MPS the way NVIDIA documents it, C(echo quit | nvidia-cuda-mps-control) with the daemon's own
+        C(CUDA_MPS_PIPE_DIRECTORY) (never a signal), for each control daemon whose server holds a selected GPU,
+        then verifies zero; RV(mps) says what was run.
+    type: str
+    choices: [overhead, quit]
+    default: overhead
 notes:
   - O(timeout), O(max_used_mib), O(v1_reserve_mib) and O(respawn_settle) must be finite numbers (V(nan) and
     V(inf) are refused), and every O(sweep_users) entry a user this host knows.
@@ -230,6 +243,12 @@ respawned:
   returned: on a respawn
   type: list
   elements: dict
+mps:
+  description: >-
+    With O(mps=quit), when an MPS server held a selected GPU: C(action) and, per control daemon, C(control_pid),
+    C(pipe_directory), C(command) and its C(rc) (with C(error) when it failed).
+  returned: when MPS was stopped
+  type: dict
 respawn_watch:
   description: >-
     What the respawn watch looked at: C(settle) (seconds per process), C(rescans), C(watched) (each process watched
@@ -291,7 +310,18 @@ gpus:
     total_mib: {description: Total memory in MiB., type: float, returned: always}
     before: {description: "C(used_mib) and C(reserved_mib) before the release.", type: dict, returned: always}
     after: {description: "C(used_mib) and C(reserved_mib) after it; null without verification.", type: dict, returned: always}
-    free: {description: "Whether C(after.used_mib) <= O(max_used_mib).", type: bool, returned: when verified}
+    free:
+      description: >-
+        Whether C(after.used_mib) <= O(max_used_mib); with O(mps=overhead), after taking off the MPS server's own
+        context (C(mps.used_mib)).
+      type: bool
+      returned: when verified
+    mps:
+      description: >-
+        The MPS servers' own context on this GPU: C(server_pids), C(used_mib) (NVML's per-process figure) and
+        C(counted) (C(as daemon overhead), or C(as used) with O(mps=quit)).
+      type: dict
+      returned: when an MPS server holds memory on this GPU
     holders:
       description: "Processes still holding the GPU (pid, user, cmdline, state, protected reason if any)."
       type: list
@@ -361,6 +391,7 @@ def main():
         max_used_mib=dict(type="float", default=0.0),
         verify=dict(type="bool", default=True),
         respawn_settle=dict(type="float", default=0.5),
+        mps=dict(type="str", default="overhead", choices=["overhead", "quit"]),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_psutil(module)

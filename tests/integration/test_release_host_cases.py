@@ -14,12 +14,14 @@ from simlib import fakegpu
 
 from tests.support.ansible import run_module
 from tests.support.gpu import hold
-from tests.support.paths import PYTHON, SCRIPTS, VENV_BIN
+from tests.support.paths import PYTHON, REPO, SCRIPTS, VENV_BIN
 from tests.support.polling import poll
 
 HOLDER = os.path.join(SCRIPTS, "promise_holder.py")
 TRACER = os.path.join(SCRIPTS, "ptrace_stop.py")
 NOBODY = 65534
+SIM_BIN = os.path.join(REPO, "sim", "bin")
+MPS_CONTROL = os.path.join(SIM_BIN, "nvidia-cuda-mps-control")
 
 SGLANG = r"sglang::|sglang\.launch_server"
 
@@ -144,3 +146,44 @@ def test_restart_loop_with_a_pause_fails_naming_the_loop(gpu_root, ns, tmp_path,
     assert res["msg"].startswith("GPUs not released for good: pid %d (bash " % restarter["pid"]), res["msg"]
     assert "stop that supervisor first" in res["msg"]
     assert [k["pid"] for k in res["killed"]] == [first]
+
+
+def start_mps(ns, env, tmp_path, gpus="0", mib=74):
+    """The kit's MPS stand-in: `nvidia-cuda-mps-control -d`, its server holding `mib` on each of `gpus`."""
+    pipes = str(tmp_path / "mps-pipes")
+    env = dict(env, CUDA_MPS_PIPE_DIRECTORY=pipes, GF_MPS_GPUS=gpus, GF_MPS_MIB=str(mib))
+    ns.run([MPS_CONTROL, "-d"], env=env, check=True, timeout=60)
+    return env, pipes
+
+
+def test_mps_server_context_is_daemon_overhead_by_default(gpu_root, ns, tmp_path):
+    """On an MPS host every release failed: 'GPU 0 still has 74 MiB used', the MPS server's own context."""
+    root, env = gpu_root
+    mps_env, pipes = start_mps(ns, env, tmp_path, gpus="0,1")
+    client = hold(root, 0, 4000, "sglang::scheduler_TP0", ns, env)
+    res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [0, 1]}, env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    assert [k["pid"] for k in res["killed"]] == [client]
+    for gpu in res["gpus"]:
+        assert gpu["free"] is True and gpu["after"]["used_mib"] == 74, gpu
+        assert gpu["mps"]["used_mib"] == 74 and gpu["mps"]["counted"] == "as daemon overhead", gpu
+    assert used(root)[0] == 74  # the daemon was not touched
+    assert os.path.exists(os.path.join(pipes, "control"))
+    info = run_module("gpu_info", {"gpus": [0, 1, 2]}, env=env, ns=ns)
+    assert info["mps"]["control_daemons"][0]["pipe_directory"] == pipes, info["mps"]
+    assert [(g["index"], g["used_mib"]) for g in info["mps"]["gpus"]] == [(0, 74.0), (1, 74.0)]
+
+
+def test_mps_quit_stops_the_daemon_through_its_pipe_then_verifies_zero(gpu_root, ns, tmp_path):
+    root, env = gpu_root
+    mps_env, pipes = start_mps(ns, env, tmp_path)
+    hold(root, 0, 4000, "sglang::scheduler_TP0", ns, env)
+    res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [0], "mps": "quit"},
+                     env=dict(env, PATH=SIM_BIN + ":" + os.environ["PATH"]), ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    (daemon,) = res["mps"]["daemons"]
+    assert daemon["pipe_directory"] == pipes and daemon["rc"] == 0, daemon
+    assert daemon["command"].startswith("echo quit | ") and daemon["command"].endswith("nvidia-cuda-mps-control")
+    assert res["gpus"][0]["after"]["used_mib"] == 0 and used(root)[0] == 0
+    assert not os.path.exists(os.path.join(pipes, "control"))  # the daemon quit, no signal sent to it
+    assert all(k["cmdline"] == "sglang::scheduler_TP0" for k in res["killed"])

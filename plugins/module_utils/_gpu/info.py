@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import mps as _mps
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
@@ -30,7 +31,8 @@ def gather(gpus: Any = "all", devices: str | None = None, nvml_timeout: float = 
         protection = Protection(table, os.getpid(), extra)
         holders = _holders.scan(_holders.devices_dir(devices))
     return {"driver_version": driver, "gpu_count": count,
-            "gpus": describe(records, holders, table, protection, v1_reserve_mib)}
+            "gpus": describe(records, holders, table, protection, v1_reserve_mib),
+            "mps": _mps.summary(table, records)}
 
 
 def gpu_facts(params: dict) -> dict:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import mps as _mps
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import respawn_watch as _watch
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
@@ -35,12 +36,13 @@ STUCK_AFTER = 2.0  # seconds of unchanged memory before checking who still holds
 QUIET_REUSE = 0.25
 RESPAWN_SETTLE = 0.5  # default seconds after each target is gone in which nothing may reappear
 RESPAWN_POLL = 0.1  # seconds between rescans for respawns
+MPS_OVERHEAD, MPS_QUIT = "overhead", "quit"  # the mps option's choices
 
 
 class ReleaseOptions:
     FIELDS = ("patterns", "gpus", "sweep", "protect", "term_timeout", "timeout",
               "max_used_mib", "devices", "verify", "force_broad", "sweep_users",
-              "nvml_timeout", "v1_reserve_mib", "respawn_settle")
+              "nvml_timeout", "v1_reserve_mib", "respawn_settle", "mps")
 
     def __init__(self, **kwargs: Any) -> None:
         for name in self.FIELDS:
@@ -60,6 +62,12 @@ class ReleaseOptions:
         if self.respawn_settle is None:
             self.respawn_settle = RESPAWN_SETTLE
         finite(self.respawn_settle, "respawn_settle must be 0 or more seconds")
+        if self.mps is None:
+            self.mps = MPS_OVERHEAD
+        if self.mps not in (MPS_OVERHEAD, MPS_QUIT):
+            raise InvalidInput("mps must be %r (count the MPS server's context as daemon overhead) or %r "
+                               "(stop MPS with its control command, then verify zero); got %r"
+                               % (MPS_OVERHEAD, MPS_QUIT, self.mps))
         if not self.patterns and not self.sweep:
             raise InvalidInput("nothing to release: give patterns or engine, or leave sweep enabled")
 
@@ -136,6 +144,7 @@ class Releaser:
         self.session = None
         self.matcher = None
         self.watch, self.respawn, self.handled = None, None, set()
+        self.mps_servers = {}  # pid -> ProcInfo of every MPS server seen in this run
 
     # -- set-up ------------------------------------------------------------
     def _open_nvml(self):
@@ -198,6 +207,7 @@ class Releaser:
         scope = self.scope
         table = _proctable.snapshot()
         self._bounded_match(table)
+        self.mps_servers.update(_mps.servers(table))
         protection = Protection(table, os.getpid(), self.extra_protect)
         regexes = compile_patterns(self.opts.patterns, self.opts.force_broad)
         records = self.session.snapshot(scope.indices) if self.session is not None else None
@@ -286,6 +296,8 @@ class Releaser:
         result["changed"] = any(t.signals for t in done)
         close_all(done)
 
+        if self.opts.mps == MPS_QUIT:
+            self._quit_mps(indices, result)
         # The respawn watch runs from each target's exit, between the NVML reads of the drain.
         self.watch = watch if result["changed"] and not stuck else None
         self.respawn = None
@@ -328,6 +340,40 @@ class Releaser:
             "not permitted to signal: %s; %s"
             % ("; ".join("pid %d (%s) of user %s" % (t.pid, t.result()["cmdline"][:120], t.info.user)
                          for t in denied), hint), result=result)
+
+    def _mps_on_selected(self, indices):
+        """The MPS servers holding memory on a selected GPU now, and their control daemons."""
+        if self.session is None:
+            return {}, {}
+        table = _proctable.snapshot()
+        servers = _mps.servers(table)
+        self.mps_servers.update(servers)
+        holding = set()
+        for rec in self.session.snapshot(indices):
+            holding.update((_mps.overhead(rec, servers) or {}).get("server_pids", ()))
+        controls = _mps.controls(table)
+        return {p: servers[p] for p in holding}, {p: i for p, i in controls.items()
+                                                  if any(s.ppid == p for s in servers.values() if s.pid in holding)}
+
+    def _quit_mps(self, indices, result):
+        """mps: quit. Stop each MPS daemon whose server holds a selected GPU, the documented way."""
+        servers, controls = self._mps_on_selected(indices)
+        if not servers:
+            return
+        if not controls:
+            raise GpuFleetError(
+                "mps: quit: the MPS server (pid %s) holds a selected GPU but its control daemon "
+                "(nvidia-cuda-mps-control, its parent) is not visible here; stop MPS on the host "
+                "(echo quit | nvidia-cuda-mps-control), or use mps: overhead"
+                % ", ".join(str(p) for p in sorted(servers)), result=result)
+        done = [_mps.quit_daemon(info, self.deadline) for _pid, info in sorted(controls.items())]
+        result["mps"] = {"action": MPS_QUIT, "daemons": done}
+        result["changed"] = True
+        failed = [d for d in done if d.get("rc") != 0]
+        if failed:
+            raise GpuFleetError("mps: quit: %s" % "; ".join(
+                "%s (pipe directory %s) failed: %s" % (d["command"], d["pipe_directory"], d.get("error") or "rc %s" % d["rc"])
+                for d in failed), result=result)
 
     def _watch_tick(self, minors):
         """One rescan of the respawn watch when one is due; True once something came back."""
@@ -399,7 +445,9 @@ class Releaser:
         holders = _holders.scan(self.devices)
         out = []
         for rec, minor in zip(before, minors):
-            used = gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0]
+            used, share = self._used(rec)
+            if share is not None and self.opts.mps == MPS_QUIT:
+                used = max(0.0, used - share["used_mib"])  # the real run's quit frees it
             if used <= self.opts.max_used_mib:
                 continue
             listed = {p["pid"]: p["used"] for p in rec["processes"] if p["pid"] in plan.table}
@@ -426,7 +474,7 @@ class Releaser:
         last_used, last_change, last_look = None, time.monotonic(), 0.0
         while True:
             records = self.session.snapshot(indices)
-            used = [gpu_memory_mib(r, self.opts.v1_reserve_mib)[0] for r in records]
+            used = [self._used(r)[0] for r in records]
             if all(u <= limit for u in used) or self._watch_tick(minors):
                 return records
             now = time.monotonic()
@@ -440,11 +488,21 @@ class Releaser:
                     return records
             time.sleep(VERIFY_POLL)
 
+    def _used(self, rec):
+        """(MiB used as verified, the MPS servers' share on it or None).
+
+        By default the MPS server's own context is daemon overhead: not counted."""
+        used = gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0]
+        share = _mps.overhead(rec, self.mps_servers)
+        if share is not None and self.opts.mps == MPS_OVERHEAD:
+            used = max(0.0, used - share["used_mib"])
+        return used, share
+
     def _only_protected_hold(self, records, minors, limit):
         plan = self._plan(minors)
         holders = _holders.scan(self.devices)
         for rec, minor in zip(records, minors):
-            if gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0] <= limit:
+            if self._used(rec)[0] <= limit:
                 continue
             pids = holders.holders_of([minor]) - plan.protection.own_tree
             if not pids or any(not plan.protection.reason(p) for p in pids):
@@ -461,14 +519,19 @@ class Releaser:
         was = {g["index"]: g for g in describe(before, _holders.DeviceHolders(), plan.table,
                                                plan.protection, self.opts.v1_reserve_mib)}
         out = []
+        records = {r["index"]: r for r in (after if after is not None else before)}
         for gpu in now:
             prior = was[gpu["index"]]
+            verified, share = self._used(records[gpu["index"]])
             entry = {key: gpu[key] for key in ("index", "uuid", "name", "memory_api", "total_mib", "holders")}
             entry["before"] = {"used_mib": prior["used_mib"], "reserved_mib": prior["reserved_mib"]}
             entry["after"] = None
             if after is not None:
                 entry["after"] = {"used_mib": gpu["used_mib"], "reserved_mib": gpu["reserved_mib"]}
-                entry["free"] = gpu["used_mib"] <= self.opts.max_used_mib
+                entry["free"] = verified <= self.opts.max_used_mib
+            if share is not None:
+                entry["mps"] = dict(share, counted=("as daemon overhead" if self.opts.mps == MPS_OVERHEAD
+                                                    else "as used"))
             out.append(entry)
         return out
 
@@ -487,8 +550,12 @@ class Releaser:
             if gpu.get("free") is False:
                 who = ", ".join(_describe_holder(h) for h in gpu["holders"]) or \
                     "no process visible here (another PID namespace or a stuck context?)"
-                problems.append("GPU %d (%s) still has %.0f MiB used after %.1f s; holders: %s"
-                                % (gpu["index"], gpu["uuid"], gpu["after"]["used_mib"], result["elapsed"], who))
+                text = "GPU %d (%s) still has %.0f MiB used after %.1f s; holders: %s" % (
+                    gpu["index"], gpu["uuid"], gpu["after"]["used_mib"], result["elapsed"], who)
+                if gpu.get("mps"):
+                    text += ("; %.0f MiB of it is the MPS server's own context (pid %s)"
+                             % (gpu["mps"]["used_mib"], ", ".join(str(p) for p in gpu["mps"]["server_pids"])))
+                problems.append(text)
         if problems:
             raise GpuFleetError("GPUs not released: " + "; ".join(problems), result=result)
         return result
