@@ -12,10 +12,12 @@ import subprocess
 import pytest
 from simlib import fakegpu
 
+from tests.support import fuse
 from tests.support.ansible import run_module
 from tests.support.gpu import hold
 from tests.support.paths import PYTHON, REPO, SCRIPTS, VENV_BIN
 from tests.support.polling import poll
+from tests.support.timing import timed
 
 HOLDER = os.path.join(SCRIPTS, "promise_holder.py")
 TRACER = os.path.join(SCRIPTS, "ptrace_stop.py")
@@ -187,3 +189,21 @@ def test_mps_quit_stops_the_daemon_through_its_pipe_then_verifies_zero(gpu_root,
     assert res["gpus"][0]["after"]["used_mib"] == 0 and used(root)[0] == 0
     assert not os.path.exists(os.path.join(pipes, "control"))  # the daemon quit, no signal sent to it
     assert all(k["cmdline"] == "sglang::scheduler_TP0" for k in res["killed"])
+
+
+def test_holder_of_a_file_on_a_hung_mount_fails_naming_the_path_within_timeout(gpu_root, ns, tmp_path):
+    """A file whose path holds "nvidia" on a FUSE mount that stopped answering: the module's stat of
+    /proc/PID/fd/N blocked in the kernel, and the module ran past its timeout (30 s with timeout 8)."""
+    root, env = gpu_root
+    mnt = tmp_path / "models--nvidia--Llama-3.1-Nemotron-70B-Instruct-HF"
+    daemon, daemon_pid, pid = fuse.stuck_holder(ns, env, mnt, "pathholder", root, 3, 1000, "sglang::scheduler_TP3")
+    try:
+        res, wall = timed(run_module, "gpu_release", {"patterns": [SGLANG], "gpus": [3], "timeout": 8},
+                          env=env, ns=ns, timeout=120)
+        assert res["_rc"] != 0
+        assert "/proc/%d/fd/" % pid in res["msg"] and "(-> %s)" % mnt in res["msg"], res["msg"]
+        assert "did not answer within" in res["msg"] and "hung FUSE or network file system" in res["msg"]
+        assert wall < 8 + 12, wall  # the timeout, plus Ansible's start-up on a loaded machine
+        ns.run(["kill", "-KILL", str(daemon_pid)], check=True)  # the mount answers errors from now on
+    finally:
+        daemon.kill()  # our nsenter; the namespace's end takes what is inside

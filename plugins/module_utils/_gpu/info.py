@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import bounded_fs
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 
 
@@ -29,7 +30,10 @@ def gather(gpus: Any = "all", devices: str | None = None, nvml_timeout: float = 
         # The snapshot comes after the NVML child exists, so it counts as ours.
         table = _proctable.snapshot()
         protection = Protection(table, os.getpid(), extra)
-        holders = _holders.scan(_holders.devices_dir(devices))
+        try:
+            holders = _holders.scan(_holders.devices_dir(devices))
+        finally:
+            bounded_fs.close()
     return {"driver_version": driver, "gpu_count": count,
             "gpus": describe(records, holders, table, protection, v1_reserve_mib),
             "mps": _mps.summary(table, records)}

@@ -30,6 +30,7 @@ import stat
 from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import bounded_fs
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ansible_runs import ansible_pids
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ancestors, descendants
 
@@ -67,7 +68,8 @@ def system_user(uid: int) -> bool:
 def exe_file_trusted(info: Any) -> Any:
     """The executable behind /proc/PID/exe is root's and writable by root only."""
     try:
-        st = os.stat("%s/%d/exe" % (info.proc_root, info.pid))
+        # Follows to the executable's file system, which may be a hung mount: bounded.
+        st = bounded_fs.stat("%s/%d/exe" % (info.proc_root, info.pid))
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o022

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns imp
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe, holder_record
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import bounded_fs
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.signals import Target, close_all, release
@@ -138,6 +139,7 @@ class Releaser:
         self.check_mode = check_mode
         self.start = time.monotonic()
         self.deadline = self.start + float(opts.timeout)
+        bounded_fs.set_deadline(self.deadline)
         self.requested = parse_gpus(opts.gpus)
         self.devices = _holders.devices_dir(opts.devices)
         self.extra_protect = compile_protect(opts.protect)
@@ -238,6 +240,7 @@ class Releaser:
         finally:
             if self.session is not None:
                 self.session.close()
+            bounded_fs.close()
         return clean(self._scope_result(result))
 
     def _scope_result(self, result):
