@@ -318,7 +318,10 @@ gpus:
       returned: when verified
     mps:
       description: >-
-        The MPS servers' own context on this GPU: C(server_pids), C(used_mib) (NVML's per-process figure) and
+        The MPS servers' own context on this GPU: C(server_pids), C(nvml_process_mib) (what NVML charges to the
+        server processes), C(used_mib) (the figure counted: where the servers are the only processes NVML lists on
+        the GPU, their figure plus what the GPU holds beyond it up to 32 MiB, as MPS also holds memory charged to
+        no process (8 MiB on an H200); else their own figure) and
         C(counted) (C(as daemon overhead), or C(as used) with O(mps=quit)).
       type: dict
       returned: when an MPS server holds memory on this GPU

@@ -726,13 +726,15 @@ def case_mps(s):
                CUDA_MPS_LOG_DIRECTORY=os.path.join(work, "log"))
     os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
     os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
-    facts = {}
+    facts = s.facts["mps_case"] = {}  # kept in the JSON even when the case fails
     try:
         subprocess.run([control, "-d"], env=env, check=True, timeout=30)
         client = s.start("sglang::scheduler_TP0", gpu=0, gib=4, env=env)
         facts["nvml_procs_with_client"] = s.nv.procs(0)
         res = s.release({"patterns": [s.pat]})
         facts["overhead_run"] = {k: res.get(k) for k in ("_rc", "elapsed", "timings", "msg")}
+        facts["nvml_procs_after"] = s.nv.procs(0)
+        facts["v2_used_mib_after"] = round(s.nv.used_mib(0), 1)
         check(res["_rc"] == 0, "gpu_release on an MPS host failed: %s" % res.get("msg"))
         check(list(killed_by_pid(res)) == [client["pid"]], "killed %s" % list(killed_by_pid(res)))
         gpu0 = res["gpus"][0]

@@ -35,6 +35,9 @@ PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
 LOG_ENV = "CUDA_MPS_LOG_DIRECTORY"
 DEFAULT_PIPE_DIR = "/tmp/nvidia-mps"  # the daemon's default (MPS documentation)
 MIB = 1048576.0
+# MiB an MPS host's GPU may hold beyond what NVML charges to the MPS server, when the server
+# is the only process listed: 8 MiB on the H200 (74 used, 66 charged), with 4x room.
+UNATTRIBUTED_MIB = 32.0
 QUIT_TIMEOUT = 10.0  # seconds the control client may take to hand over `quit`
 
 
@@ -59,20 +62,27 @@ def controls(table: dict, exe_trusted: Any = None) -> dict:
             if info.exe and _exe_name(info) == CONTROL and daemon_identity(info, **kwargs)}
 
 
-def overhead(record: dict, server_pids: Any) -> dict | None:
-    """The MPS servers' memory on one GPU, as NVML lists it per process: {pids, used_mib}, or None.
+def overhead(record: dict, server_pids: Any, gpu_used_mib: float | None = None) -> dict | None:
+    """The MPS servers' memory on one GPU: {server_pids, nvml_process_mib, used_mib}, or None.
 
-    A server NVML lists without an amount (no per-process accounting) counts as
-    holding nothing known: its GPU is then judged by its whole figure.
+    `nvml_process_mib`: what NVML charges to the server processes. On the H200 (driver
+    580.159.04) the GPU showed 74 MiB used with the server alone listed at 66 MiB: 8 MiB
+    are MPS's too, charged to no process. So where every process NVML lists on the GPU is
+    an MPS server, what the GPU holds beyond the servers' figure counts as theirs up to
+    UNATTRIBUTED_MIB (more is memory still being freed, or someone else's: it is waited
+    for, never excused). A server listed without an amount (no per-process accounting)
+    counts as holding nothing known.
     """
-    pids, used = [], 0.0
-    for proc in record.get("processes") or ():
-        if proc["pid"] in server_pids and proc.get("used") is not None:
-            pids.append(proc["pid"])
-            used += proc["used"] / MIB
-    if not pids:
+    listed = list(record.get("processes") or ())
+    servers = [p for p in listed if p["pid"] in server_pids]
+    if not servers:
         return None
-    return {"server_pids": sorted(pids), "used_mib": round(used, 1)}
+    known = sum(p["used"] for p in servers if p.get("used") is not None) / MIB
+    used = known
+    if gpu_used_mib is not None and len(servers) == len(listed):
+        used = known + min(max(0.0, gpu_used_mib - known), UNATTRIBUTED_MIB)
+    return {"server_pids": sorted(p["pid"] for p in servers), "nvml_process_mib": round(known, 1),
+            "used_mib": round(used, 1)}
 
 
 def pipe_directory(control: Any) -> str:

@@ -496,7 +496,7 @@ class Releaser:
 
         By default the MPS server's own context is daemon overhead: not counted."""
         used = gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0]
-        share = _mps.overhead(rec, self.mps_servers)
+        share = _mps.overhead(rec, self.mps_servers, used)
         if share is not None and self.opts.mps == MPS_OVERHEAD:
             used = max(0.0, used - share["used_mib"])
         return used, share
