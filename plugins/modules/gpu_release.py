@@ -287,11 +287,23 @@ protected_holders:
   elements: dict
   sample:
     - {pid: 812, user: nvidia-persistenced, cmdline: "/usr/bin/nvidia-persistenced", state: sleeping, protected: gpu daemon}
+spared_ansible:
+  description:
+    - Processes of the Ansible run itself whose command line a pattern matched (the C(ansible) command that
+      passes the patterns, its forked workers, C(ansible-runner), the module's own ancestors), never signalled,
+      with the reason (C(ansible), C(ancestor) or C(copy of an ancestor)).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {pid: 4410, user: root, cmdline: "/usr/bin/python3 /usr/bin/ansible gpu_hosts -m gpufleet.serving.gpu_release -a patterns=sglang::",
+       state: sleeping, protected: ancestor}
 protected_matches:
   description: >-
-    Processes whose command line matches a pattern but that are never signalled, with the reason: C(terminal multiplexer)
-    (a tmux or screen server keeps the argv of the command that started it; the matching session's own processes are
-    released, the multiplexer and its other sessions are spared), C(ansible), C(gpu daemon), C(protect pattern), ...
+    Other processes whose command line matches a pattern but that are never signalled (Ansible's own are in
+    RV(spared_ansible)), with the reason: C(terminal multiplexer) (a tmux or screen server keeps the argv of the command
+    that started it; the matching session's own processes are released, the multiplexer and its other sessions are
+    spared), C(gpu daemon), C(protect pattern), C(kernel thread).
   returned: success
   type: list
   elements: dict
@@ -374,11 +386,11 @@ elapsed:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_choices
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
 
 def main():
@@ -397,7 +409,7 @@ def main():
         mps=dict(type="str", default="overhead", choices=["overhead", "quit"]),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    require_psutil(module)
+    require_libraries(module, "psutil", *(["nvidia-ml-py"] if module.params["verify"] else []))
     run_module(module, release_gpus, module.params, check_mode=module.check_mode)
 
 
