@@ -49,6 +49,13 @@ gpu_count:
   description: GPUs on the host.
   returned: always
   type: int
+mps:
+  description: >-
+    CUDA MPS on this host, or null when none runs: C(control_daemons) (C(pid), C(pipe_directory) from its
+    C(CUDA_MPS_PIPE_DIRECTORY)), C(servers) (C(pid), C(ppid)) and C(gpus), the selected GPUs on which a server holds
+    its own context (C(index), C(server_pids), C(used_mib)). Daemons and servers are known by their executable.
+  returned: always
+  type: dict
 gpus:
   description: One entry per selected GPU.
   returned: always

@@ -135,13 +135,31 @@ options:
     default: true
   respawn_settle:
     description:
-      - After a release that signalled something, patterns and device holders are rescanned until this
-        many seconds after the last target was gone (never past O(timeout)). A process that matches or
-        holds a selected GPU and was not there before fails the task, naming it and the parent that
-        restarted it (stop that supervisor first). A supervisor that restarts more slowly than this
-        is not caught; raise it for such hosts.
+      - After a release that signalled something, each signalled process is watched for this many seconds
+        from its own exit (never past O(timeout)); patterns and device holders are rescanned while the GPU
+        memory drains. A process that matches or holds a selected GPU and was not there before fails the task,
+        naming it and the parent that restarted it (stop that supervisor first).
+      - A process whose parent and every ancestor up to init were released in the same run is not watched
+        (nobody is left to restart it; one rescan after the last exit still runs). RV(respawn_watch) says
+        what was watched and for how long.
+      - A surviving parent that restarts by design (a shell running a C(while) or C(until) loop, supervisord,
+        runit, s6, daemontools, systemd with C(Restart=)) fails the task at once, named in RV(restarters),
+        even when its pause is longer than this watch.
     type: float
     default: 0.5
+  mps:
+    description:
+      - What to do with the memory a CUDA MPS server (C(nvidia-cuda-mps-server), known by its executable) holds on a
+        selected GPU, its own per-GPU context, which stays as long as the MPS control daemon runs (74 MiB per GPU on
+        an H200 with driver 580). The MPS daemons are never signalled.
+      - V(overhead) counts it as daemon overhead in the verification, reported per GPU in RV(gpus[].mps) with the
+        figure, so that a release on an MPS host succeeds without touching the daemon.
+      - V(quit) stops MPS the way NVIDIA documents it, C(echo quit | nvidia-cuda-mps-control) with the daemon's own
+        C(CUDA_MPS_PIPE_DIRECTORY) (never a signal), for each control daemon whose server holds a selected GPU,
+        then verifies zero; RV(mps) says what was run.
+    type: str
+    choices: [overhead, quit]
+    default: overhead
 notes:
   - O(timeout), O(max_used_mib), O(v1_reserve_mib) and O(respawn_settle) must be finite numbers (V(nan) and
     V(inf) are refused), and every O(sweep_users) entry a user this host knows.
@@ -205,7 +223,15 @@ killed:
     sigkill_at_once:
       description: >-
         Why the process got SIGKILL without a SIGTERM first: C(SIGTERM ignored), C(SIGTERM blocked by every thread),
-        or C(PID 1 of its own PID namespace without a SIGTERM handler) (read from /proc/PID/status).
+        C(PID 1 of its own PID namespace without a SIGTERM handler), or C(ptrace-stopped (traced by pid N): ...)
+        (a debugger or profiler holds it; it acts on no signal but SIGKILL until its tracer lets it go)
+        (read from /proc/PID/status and /proc/PID/task/*/stat).
+      type: str
+      returned: when so
+    continued:
+      description: >-
+        Why C(SIGCONT) followed C(SIGTERM): the process was stopped by job control (state T: Ctrl-Z, SIGSTOP), and
+        SIGTERM stays pending on a stopped process until it is continued (as systemd does, systemd.kill(5)).
       type: str
       returned: when so
   sample:
@@ -215,6 +241,28 @@ respawned:
     Processes that matched or held a selected GPU after the release although they were not there before
     (the task then fails), each with C(age) in seconds and its C(parent).
   returned: on a respawn
+  type: list
+  elements: dict
+mps:
+  description: >-
+    With O(mps=quit), when an MPS server held a selected GPU: C(action) and, per control daemon, C(control_pid),
+    C(pipe_directory), C(command) and its C(rc) (with C(error) when it failed).
+  returned: when MPS was stopped
+  type: dict
+respawn_watch:
+  description: >-
+    What the respawn watch looked at: C(settle) (seconds per process), C(rescans), C(watched) (each process watched
+    from its own exit, with C(watched_s), the seconds covered, its surviving C(parent_pid) and, when that parent
+    restarts by design, C(restarter)), and C(skipped) (processes whose parent and every ancestor up to init were
+    released in this run, with C(why)).
+  returned: after a release that signalled something
+  type: dict
+restarters:
+  description: >-
+    Surviving parents that restart by design what the release ended (the task then fails): C(pid), C(cmdline),
+    C(user), C(kind) (for example C(a shell running a loop (while)), C(supervisord), C(systemd unit x.service with
+    Restart=always)) and C(started), the released PIDs it started.
+  returned: when one is found
   type: list
   elements: dict
 predicted_failures:
@@ -250,6 +298,17 @@ spared_ansible:
   sample:
     - {pid: 4410, user: root, cmdline: "/usr/bin/python3 /usr/bin/ansible gpu_hosts -m gpufleet.serving.gpu_release -a patterns=sglang::",
        state: sleeping, protected: ancestor}
+protected_matches:
+  description: >-
+    Other processes whose command line matches a pattern but that are never signalled (Ansible's own are in
+    RV(spared_ansible)), with the reason: C(terminal multiplexer) (a tmux or screen server keeps the argv of the command
+    that started it; the matching session's own processes are released, the multiplexer and its other sessions are
+    spared), C(gpu daemon), C(protect pattern), C(kernel thread).
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {pid: 2170, user: root, cmdline: "tmux new -d -s srv python3 -m sglang.launch_server --tp 4", state: sleeping, protected: terminal multiplexer}
 gpus:
   description: Every selected GPU.
   returned: always
@@ -263,7 +322,21 @@ gpus:
     total_mib: {description: Total memory in MiB., type: float, returned: always}
     before: {description: "C(used_mib) and C(reserved_mib) before the release.", type: dict, returned: always}
     after: {description: "C(used_mib) and C(reserved_mib) after it; null without verification.", type: dict, returned: always}
-    free: {description: "Whether C(after.used_mib) <= O(max_used_mib).", type: bool, returned: when verified}
+    free:
+      description: >-
+        Whether C(after.used_mib) <= O(max_used_mib); with O(mps=overhead), after taking off the MPS server's own
+        context (C(mps.used_mib)).
+      type: bool
+      returned: when verified
+    mps:
+      description: >-
+        The MPS servers' own context on this GPU: C(server_pids), C(nvml_process_mib) (what NVML charges to the
+        server processes), C(used_mib) (the figure counted: where the servers are the only processes NVML lists on
+        the GPU, their figure plus what the GPU holds beyond it up to 32 MiB, as MPS also holds memory charged to
+        no process (8 MiB on an H200); else their own figure) and
+        C(counted) (C(as daemon overhead), or C(as used) with O(mps=quit)).
+      type: dict
+      returned: when an MPS server holds memory on this GPU
     holders:
       description: "Processes still holding the GPU (pid, user, cmdline, state, protected reason if any)."
       type: list
@@ -333,6 +406,7 @@ def main():
         max_used_mib=dict(type="float", default=0.0),
         verify=dict(type="bool", default=True),
         respawn_settle=dict(type="float", default=0.5),
+        mps=dict(type="str", default="overhead", choices=["overhead", "quit"]),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_libraries(module, "psutil", *(["nvidia-ml-py"] if module.params["verify"] else []))

@@ -64,7 +64,7 @@ def hold_torch(gpu, gib, context_only):
 
 
 def hold_fake(gpu, gib, context_only):
-    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sim"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "sim"))
     from simlib import fakegpu
     return [fakegpu.hold(os.environ["FAKE_NVML_ROOT"], [gpu], int(gib * 1024))]
 

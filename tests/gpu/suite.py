@@ -70,7 +70,7 @@ class Suite:
     def title(self, text):
         return "%s %s" % (text, self.token)
 
-    def start(self, title, gpu=0, gib=0.0, kids=(), ignore_term=False, context=False, wrap=None, extra=()):
+    def start(self, title, gpu=0, gib=0.0, kids=(), ignore_term=False, context=False, wrap=None, extra=(), env=None):
         """Start a holder (and its children); returns its ready line {'pid', 'children'}."""
         cmd = [PY, HOLDER, "--title", self.title(title), "--gpu", str(gpu), "--gib", str(gib)]
         for k_gpu, k_gib, k_title, *flags in kids:
@@ -83,7 +83,7 @@ class Suite:
         cmd += list(extra)
         if wrap:
             cmd = wrap(cmd)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
         self.started.append(proc)
         self.pids.add(proc.pid)
         line = proc.stdout.readline()
@@ -648,6 +648,111 @@ def case_role(s):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def case_paused_tree(s):
+    """A server tree stopped by job control (kill -STOP, as Ctrl-Z does): SIGCONT follows SIGTERM,
+    so it is gone about as fast as a running one, not after term_timeout (10 s)."""
+    kids = [(r % s.n, 2.0, "sglang::scheduler_TP%d" % r) for r in range(4)]
+    tree = s.start(SERVER % len(kids), kids=kids, gib=1)
+    pids = [tree["pid"]] + list(tree["children"].values())
+    held = s.used_gib()
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while not all(procfs.state(p) == "T" for p in pids):
+        check(time.monotonic() < deadline, "the tree did not stop: %s" % [procfs.state(p) for p in pids])
+        time.sleep(0.01)
+    res = s.release({"patterns": [s.pat], "term_timeout": 10})
+    check(res["_rc"] == 0, "gpu_release failed: %s" % res.get("msg"))
+    killed = killed_by_pid(res)
+    check(set(killed) == set(pids), "killed %s, tree %s" % (sorted(killed), sorted(pids)))
+    check(all(k["signals"] == ["SIGTERM", "SIGCONT"] for k in killed.values()),
+          "signals %s" % [k["signals"] for k in killed.values()])
+    check(res["elapsed"] < 3, "module elapsed %s s (term_timeout 10)" % res["elapsed"])
+    check(all(g["free"] for g in res["gpus"]), "a GPU is not free")
+    return {"held_gib": held, "module_elapsed_s": res["elapsed"], "timings": res["timings"],
+            "gone_after_max_s": max(k["gone_after"] for k in res["killed"])}
+
+
+def _detached(cmd):
+    """Start the tree as a server started in the background is: its parent gone, under init."""
+    return ["setsid", "-f"] + list(cmd)
+
+
+def case_respawn_toll(s):
+    """8 workers of --toll-gib together on GPU 0: the driver's own time after SIGKILL, then gpu_release
+    on a detached tree (its ancestors up to init released: no watch) and on one under this suite
+    (watched from each exit, beside the drain)."""
+    gib = round(s.args.toll_gib / 8, 2)
+    kids = [(0, gib, "sglang::scheduler_TP%d" % r) for r in range(8)]
+    facts = {"workers": 8, "gib_each": gib}
+    tree = s.start(SERVER % 8, kids=kids)
+    facts["held_gib"] = s.used_gib()
+    t0 = time.monotonic()
+    for pid in [tree["pid"]] + list(tree["children"].values()):
+        os.kill(pid, signal.SIGKILL)
+    freed = s.nv.wait_idle(s.idle, timeout=60)
+    check(freed is not None, "memory never came back after SIGKILL")
+    facts["driver_sigkill_to_idle_s"] = driver = round(time.monotonic() - t0, 4)
+    s.stop_case()
+    for label, wrap in (("detached", _detached), ("under_suite", None)):
+        tree = s.start(SERVER % 8, kids=kids, wrap=wrap)
+        s.pids.add(tree["pid"])
+        res = s.release({"patterns": [s.pat], "term_timeout": 5})
+        check(res["_rc"] == 0, "gpu_release (%s) failed: %s" % (label, res.get("msg")))
+        check(all(g["free"] for g in res["gpus"]), "a GPU is not free (%s)" % label)
+        watch = res.get("respawn_watch") or {}
+        facts[label] = {"module_elapsed_s": res["elapsed"], "timings": res["timings"],
+                        "watched": len(watch.get("watched", [])), "skipped": len(watch.get("skipped", [])),
+                        "rescans": watch.get("rescans"),
+                        "watched_s_max": max([w["watched_s"] for w in watch.get("watched", [])] or [0])}
+        s.stop_case()
+    facts["detached_minus_driver_s"] = round(facts["detached"]["module_elapsed_s"] - driver, 3)
+    check(facts["detached"]["skipped"] == 9, "detached tree: %s" % facts["detached"])
+    check(facts["under_suite"]["watched"] >= 1, "tree under the suite not watched: %s" % facts["under_suite"])
+    return facts
+
+
+MPS_CONTROL = "nvidia-cuda-mps-control"
+
+
+def case_mps(s):
+    """An MPS daemon and a CUDA client through it: by default the release kills the client, spares the
+    daemons and counts the server's own context as daemon overhead; with mps: quit it stops MPS through
+    its pipe directory and verifies zero."""
+    control = shutil.which(MPS_CONTROL)
+    check(control, "%s not on PATH" % MPS_CONTROL)
+    work = tempfile.mkdtemp(prefix="gf-mps-")
+    env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=os.path.join(work, "pipe"),
+               CUDA_MPS_LOG_DIRECTORY=os.path.join(work, "log"))
+    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
+    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
+    facts = s.facts["mps_case"] = {}  # kept in the JSON even when the case fails
+    try:
+        subprocess.run([control, "-d"], env=env, check=True, timeout=30)
+        client = s.start("sglang::scheduler_TP0", gpu=0, gib=4, env=env)
+        facts["nvml_procs_with_client"] = s.nv.procs(0)
+        res = s.release({"patterns": [s.pat]})
+        facts["overhead_run"] = {k: res.get(k) for k in ("_rc", "elapsed", "timings", "msg")}
+        facts["nvml_procs_after"] = s.nv.procs(0)
+        facts["v2_used_mib_after"] = round(s.nv.used_mib(0), 1)
+        check(res["_rc"] == 0, "gpu_release on an MPS host failed: %s" % res.get("msg"))
+        check(list(killed_by_pid(res)) == [client["pid"]], "killed %s" % list(killed_by_pid(res)))
+        gpu0 = res["gpus"][0]
+        facts["mps_server_context"] = gpu0.get("mps")
+        facts["after_used_mib_with_daemon"] = gpu0["after"]["used_mib"]
+        check(gpu0.get("mps") and gpu0["mps"]["counted"] == "as daemon overhead", "gpus[0].mps %s" % gpu0.get("mps"))
+        s.start("sglang::scheduler_TP0", gpu=0, gib=4, env=env)
+        res = s.release({"patterns": [s.pat], "mps": "quit"})
+        facts["quit_run"] = {k: res.get(k) for k in ("_rc", "elapsed", "timings", "msg", "mps")}
+        check(res["_rc"] == 0, "gpu_release mps=quit failed: %s" % res.get("msg"))
+        check(res["gpus"][0]["after"]["used_mib"] <= 0, "GPU 0 after quit: %s" % res["gpus"][0]["after"])
+        return facts
+    finally:
+        if os.path.exists(os.path.join(env["CUDA_MPS_PIPE_DIRECTORY"], "control")):
+            subprocess.run([control], input="quit\n", env=env, text=True, timeout=30, check=False)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _num(value):
     try:
         return float(value)
@@ -671,7 +776,8 @@ CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
          ("pid_namespace", case_pid_namespace), ("namespace_init", case_namespace_init),
          ("daemon_title", case_daemon_title),
          ("nvml_monitor", case_nvml_monitor),
-         ("check_mode", case_check_mode), ("clean_noop", case_clean_noop), ("role", case_role)]
+         ("check_mode", case_check_mode), ("clean_noop", case_clean_noop), ("role", case_role),
+         ("paused_tree", case_paused_tree), ("respawn_toll", case_respawn_toll), ("mps", case_mps)]
 
 
 def versions():
@@ -692,6 +798,7 @@ def main():
     ap.add_argument("--only", help="comma-separated case names")
     ap.add_argument("--tree-gib", type=float, default=24.0, help="GiB the timing tree holds in all")
     ap.add_argument("--noop-runs", type=int, default=5)
+    ap.add_argument("--toll-gib", type=float, default=120.0, help="GiB the 8 workers of respawn_toll hold on GPU 0")
     ap.add_argument("--ansible", help="path of the ansible command")
     ap.add_argument("--role-fraction", type=float, default=0.2,
                     help="the role case's --mem-fraction-static (of each GPU's total)")

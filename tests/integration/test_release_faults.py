@@ -16,7 +16,7 @@ import time
 import pytest
 from simlib import fakegpu
 
-from tests.support import pidns
+from tests.support import fuse, pidns
 from tests.support.ansible import ansible_env, run_module
 from tests.support.gpu import hold
 from tests.support.paths import COLLECTIONS, PYTHON, REPO, SCRIPTS, VENV_BIN
@@ -229,21 +229,9 @@ def test_holder_invisible_to_the_module_fails_naming_the_gpu(gpu_root, ns):
 
 def test_holder_stuck_in_d_state_fails_naming_it_its_state_and_gpu(gpu_root, ns, tmp_path):
     root, env = gpu_root
-    if not os.path.exists("/dev/fuse"):
-        pytest.skip("needs /dev/fuse")
-    mnt = tmp_path / "stuck"
-    mnt.mkdir()
-    helper = os.path.join(SCRIPTS, "fault_fuse.py")
-    daemon = ns.popen([PYTHON, helper, "daemon", str(mnt)], stdout=subprocess.PIPE,
-                      stderr=subprocess.PIPE, text=True)
+    daemon, daemon_pid, pid = fuse.stuck_holder(ns, env, tmp_path / "stuck", "holder", root, 2, 1000,
+                                                "sglang::scheduler_TP2")
     try:
-        line = daemon.stdout.readline()
-        if not line.startswith("mounted"):
-            pytest.skip("cannot mount FUSE here: %s" % daemon.stderr.read()[-500:])
-        daemon_pid = int(line.split()[1])
-        holder = ns.popen([PYTHON, helper, "holder", root, "2", "1000", "sglang::scheduler_TP2", str(mnt)],
-                          env=env, stdout=subprocess.PIPE, text=True)
-        pid = int(holder.stdout.readline())
         assert daemon.stdout.readline().startswith("request")  # the holder's request is in, unanswered
         res = run_module("gpu_release", {"patterns": [SGLANG], "term_timeout": 0.5, "timeout": 2},
                          env=env, ns=ns)

@@ -104,16 +104,36 @@ def test_restart_loop_fails_naming_the_supervisor(gpu_root, ns, tmp_path):
     assert wall < 10 + 10, wall  # timeout 10 s, plus Ansible's start-up on a loaded machine: no hang
 
 
-def test_release_that_signals_pays_the_settle_only_once(gpu_root, ns):
-    """The cost of the respawn check: a release that signalled takes about respawn_settle longer."""
+def test_orphan_whose_only_ancestor_is_init_is_not_watched(gpu_root, ns):
+    """Nobody is left to restart a holder under init: no watch window, one rescan after its exit."""
     root, env = gpu_root
-    hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env)
+    pid = hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env)
     res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [0]}, env=env, ns=ns)
     assert res["_rc"] == 0, res.get("msg")
-    # The settle runs from the last exit, so verification already spent part of it.
-    assert res["elapsed"] >= 0.5 and res["timings"]["respawn_check"] <= 0.6, (res["elapsed"], res["timings"])
+    watch = res["respawn_watch"]
+    assert [s["pid"] for s in watch["skipped"]] == [pid] and watch["watched"] == [], watch
+    assert watch["rescans"] >= 1
+    assert res["timings"]["respawn_check"] < 0.25, res["timings"]  # not the 0.5 s settle
     quiet = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [0]}, env=env, ns=ns)
     assert quiet["changed"] is False and "respawn_check" not in quiet["timings"]
+
+
+def test_holder_under_a_live_parent_is_watched_while_memory_drains(tmp_path, ns):
+    """The window runs from the holder's own exit, beside the drain: the check costs less than the settle."""
+    root = str(tmp_path / "gpu")
+    fakegpu.init(root, gpus=2, release_delay_ms=400)  # the drain takes 0.4 s after the exit
+    env = dict(os.environ, **fakegpu.env(root))
+    parent = ns.popen(["bash", "-c", '"%s" "%s" plain "%s" 1 800 - & wait' % (PYTHON, HOLDER, root)],
+                      env=dict(env, GF_TITLE="sglang::scheduler_TP1"), stdout=subprocess.PIPE)
+    pid = int(parent.stdout.readline())
+    res = run_module("gpu_release", {"patterns": [SGLANG], "gpus": [1], "respawn_settle": 0.5},
+                     env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    (watched,) = res["respawn_watch"]["watched"]
+    assert watched["pid"] == pid and "restarter" not in watched  # bash waiting once is no restarter
+    assert watched["watched_s"] >= 0.45, watched
+    assert res["timings"]["verify"] >= 0.3, res["timings"]
+    assert res["timings"]["respawn_check"] <= 0.35, res["timings"]  # the drain took most of the window
 
 
 # ---- 7. never hang, never wait for the impossible --------------------------------------

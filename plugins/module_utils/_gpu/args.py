@@ -53,6 +53,14 @@ def regex_list(value: list | str | None, option: str) -> list:
     if value is None:
         return []
     if isinstance(value, (list, tuple)):
+        for position, item in enumerate(value):
+            if item is None:
+                # str(None) is the regex 'None', which would match `python3 None_of_your_business.py`.
+                raise InvalidInput(
+                    "%s: item %d is null (a YAML null, or an empty '- ' line, or an undefined variable "
+                    "rendered as none); an empty pattern matches every process: give a regex for the "
+                    "server's command line, e.g. 'sglang::|sglang\\.launch_server', or remove the item"
+                    % (option, position + 1))
         return [v if isinstance(v, str) else str(v) for v in value]
     text = str(value)
     if "," not in text:

@@ -22,7 +22,9 @@ same device under another path. A file is known by its identity:
   mounts keep both; the simulated GPUs are regular files known this way);
 - a mapping whose (dev, inode) is unknown but whose path names an nvidia file
   is resolved with a stat of /proc/PID/map_files/START-END (root only); an fd
-  with a stat of /proc/PID/fd/N. Where neither works, the path decides if it
+  with a stat of /proc/PID/fd/N (both follow to the file, so both are bounded in
+  time: _proc/bounded_fs; a mount that does not answer fails the run naming the
+  path). Where neither works, the path decides if it
   lies in the devices directory, else the mapping is recorded as `unresolved`
   (reported, with its path, so that a missed holder has a reason).
 
@@ -37,6 +39,8 @@ import os
 import re
 import stat
 from typing import Any
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import bounded_fs
 
 DEFAULT_DEVICES = "/dev"
 DEVICES_ENV = "GPUFLEET_NVIDIA_DEVICES"
@@ -111,6 +115,8 @@ class DeviceIds:
         self.by_inode = {}
         for rel in self._entries(devices):
             try:
+                # Direct: device nodes of the devices directory (/dev) answer from the kernel,
+                # and a no-op release should not pay for the helper (_proc/bounded_fs).
                 st = os.stat(os.path.join(devices, rel))
             except OSError:
                 continue
@@ -216,7 +222,8 @@ def _scan_fds(result, pid, base, ids):
             continue  # sockets, pipes, ordinary files
         kind = None
         try:
-            kind = classify_stat(os.stat(path), ids)
+            # The stat follows to the file: on a hung FUSE or NFS mount it blocks (bounded_fs).
+            kind = classify_stat(bounded_fs.stat(path, shown="%s (-> %s)" % (path, target)), ids)
         except OSError:
             pass
         target = target.replace(" (deleted)", "")
@@ -242,7 +249,7 @@ def _scan_maps(result, pid, base, ids):
         kind = ids.maps_keys.get(fields[3] + b" " + fields[4])
         path = fields[5].decode("utf-8", "replace").replace(" (deleted)", "") if len(fields) > 5 else ""
         if kind is None and "nvidia" in path:
-            kind = _resolve_mapping(base, fields[0], ids)
+            kind = _resolve_mapping(base, fields[0], ids, path)
             if kind is None:
                 kind = _classify(path, ids.prefix)
             if kind is None and _GPU_NAME.search(path):
@@ -250,8 +257,9 @@ def _scan_maps(result, pid, base, ids):
         _record(result, pid, kind)
 
 
-def _resolve_mapping(base, span, ids):
+def _resolve_mapping(base, span, ids, path):
     try:
-        return classify_stat(os.stat("%s/map_files/%s" % (base, span.decode())), ids)
+        link = "%s/map_files/%s" % (base, span.decode())
+        return classify_stat(bounded_fs.stat(link, shown="%s (-> %s)" % (link, path)), ids)
     except (OSError, UnicodeDecodeError):
         return None  # map_files needs CAP_SYS_ADMIN (CAP_CHECKPOINT_RESTORE) to follow

@@ -14,7 +14,12 @@ Protection goes by what a process is, never by what it calls itself: a title
 - a kernel thread carries PF_KTHREAD in /proc/PID/stat (PPID 2 proves nothing:
   in a PID namespace PID 2 is an ordinary process, the launcher under tini);
 - Ansible's own processes (_ansible_procs), the module's ancestors and its own
-  helpers, PID 1, and what the `protect` regexes match.
+  helpers, PID 1, and what the `protect` regexes match;
+- a terminal multiplexer's server or client (tmux, screen, ...: MULTIPLEXERS) by
+  its executable: its argv may carry the server's command line, its sessions
+  are not all the server's;
+- a copy of an ancestor (ansible's fork for another host): the same command line,
+  but only as a child of an ancestor other than init, run by the same user.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import stat
 from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import bounded_fs
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ansible_runs import ansible_pids
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ancestors, descendants
 
@@ -33,6 +39,12 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table impor
 DAEMONS = ("nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi", "nvidia-fabricmanager",
            "nv-fabricmanager", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server", "Xorg", "Xwayland",
            "X", "nvidia-device-plugin", "k8s-device-plugin", "gpu-feature-discovery")
+# Terminal multiplexers and session managers, by the base name of their executable.
+# Their server keeps the argv of the command that started it (`tmux new -d -s srv
+# 'python3 -m sglang.launch_server ...'`), so it matches the server's pattern; it is
+# not the server: ending it ends every session it holds. The matching session's own
+# processes match by themselves and are released; the multiplexer is spared.
+MULTIPLEXERS = ("tmux", "screen", "zellij", "abduco", "dtach")
 COMM_LEN = 15  # the kernel cuts /proc/PID/comm to 15 characters
 SYSTEM_UID_MAX = 999  # login.defs SYS_UID_MAX: daemons' own accounts (nvidia-persistenced, nvidia-dcgm)
 
@@ -56,7 +68,8 @@ def system_user(uid: int) -> bool:
 def exe_file_trusted(info: Any) -> Any:
     """The executable behind /proc/PID/exe is root's and writable by root only."""
     try:
-        st = os.stat("%s/%d/exe" % (info.proc_root, info.pid))
+        # Follows to the executable's file system, which may be a hung mount: bounded.
+        st = bounded_fs.stat("%s/%d/exe" % (info.proc_root, info.pid))
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o022
@@ -72,6 +85,15 @@ def daemon_identity(info: Any, exe_trusted: Any = exe_file_trusted) -> bool:
         return is_daemon_name(name) and exe_trusted(info)
     # The executable cannot be read (not ours to inspect): argv[0] of a root/system process.
     return bool(info.argv) and is_daemon_name(os.path.basename(info.argv[0].split(" ")[0]))
+
+
+def multiplexer_identity(info: Any, exe_trusted: Any = exe_file_trusted) -> bool:
+    """True when `info` runs a terminal multiplexer's executable (root's file, whoever runs it)."""
+    exe = info.exe
+    if exe is None:
+        return False
+    name = os.path.basename(exe[:-len(" (deleted)")] if exe.endswith(" (deleted)") else exe)
+    return name in MULTIPLEXERS and exe_trusted(info)
 
 
 def compile_protect(patterns: list | None) -> list:
@@ -97,10 +119,15 @@ class Protection:
         self.lineage = set(ancestors(table, own_pid)) | {own_pid}
         # Our own helpers (the bounded NVML child) hold the device files too.
         self.own_tree = descendants(table, [own_pid]) | {own_pid}
-        # Copies of a command that runs us (ansible's forks for other hosts
-        # carry the same command line as the ansible process above us).
-        self.lineage_cmdlines = {table[p].cmdline for p in self.lineage
-                                 if p in table and table[p].argv}
+        # Copies of a command that runs us (ansible's forks for other hosts carry the
+        # same command line as the ansible process above us): {cmdline: owners' UIDs}.
+        # The command line alone proves nothing (anyone may title a process
+        # `/usr/bin/python3`, as the module runs under pipelining): a copy must also
+        # be a child of one of our ancestors other than init, and run as that copy's owner.
+        self.lineage_cmdlines = {}
+        for pid in self.lineage:
+            if pid in table and table[pid].argv:
+                self.lineage_cmdlines.setdefault(table[pid].cmdline, set()).add(table[pid].uid)
         self._ansible = None  # computed on first need: a no-op never needs it
         self._cache = {}
 
@@ -130,10 +157,13 @@ class Protection:
             return "kernel thread"
         if pid in self.ansible:
             return "ansible"
-        if info.argv and info.cmdline in self.lineage_cmdlines:
+        if info.argv and info.ppid in self.lineage and info.ppid != 1 \
+                and info.uid in self.lineage_cmdlines.get(info.cmdline, ()):
             return "copy of an ancestor"
         if any(r.search(info.cmdline) for r in self.extra):
             return "protect pattern"
         if daemon_identity(info, self.exe_trusted):
             return "gpu daemon"
+        if multiplexer_identity(info, self.exe_trusted):
+            return "terminal multiplexer"
         return None

@@ -13,6 +13,8 @@ from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import mps as _mps
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import respawn_watch as _watch
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlError, NvmlSession, NvmlTimeout, gpu_memory_mib
@@ -20,6 +22,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns imp
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection, compile_protect
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.state import describe, holder_record
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import bounded_fs
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.match_bounded import BoundedMatcher
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.signals import Target, close_all, release
@@ -32,14 +35,15 @@ STUCK_AFTER = 2.0  # seconds of unchanged memory before checking who still holds
 # passes made within this many seconds (the no-op's rescan and report): nothing was
 # signalled, so nothing of ours can have changed; a run that ever had a target never does.
 QUIET_REUSE = 0.25
-RESPAWN_SETTLE = 0.5  # default seconds after the last target is gone in which nothing may reappear
+RESPAWN_SETTLE = 0.5  # default seconds after each target is gone in which nothing may reappear
 RESPAWN_POLL = 0.1  # seconds between rescans for respawns
+MPS_OVERHEAD, MPS_QUIT = "overhead", "quit"  # the mps option's choices
 
 
 class ReleaseOptions:
     FIELDS = ("patterns", "gpus", "sweep", "protect", "term_timeout", "timeout",
               "max_used_mib", "devices", "verify", "force_broad", "sweep_users",
-              "nvml_timeout", "v1_reserve_mib", "respawn_settle")
+              "nvml_timeout", "v1_reserve_mib", "respawn_settle", "mps")
 
     def __init__(self, **kwargs: Any) -> None:
         for name in self.FIELDS:
@@ -59,6 +63,12 @@ class ReleaseOptions:
         if self.respawn_settle is None:
             self.respawn_settle = RESPAWN_SETTLE
         finite(self.respawn_settle, "respawn_settle must be 0 or more seconds")
+        if self.mps is None:
+            self.mps = MPS_OVERHEAD
+        if self.mps not in (MPS_OVERHEAD, MPS_QUIT):
+            raise InvalidInput("mps must be %r (count the MPS server's context as daemon overhead) or %r "
+                               "(stop MPS with its control command, then verify zero); got %r"
+                               % (MPS_OVERHEAD, MPS_QUIT, self.mps))
         if not self.patterns and not self.sweep:
             raise InvalidInput("nothing to release: give patterns or engine, or leave sweep enabled")
 
@@ -91,6 +101,10 @@ class Plan:
         # signalled for is explained.
         self.spared_ansible = [holder_record(table[pid], protection.reason(pid)) for pid in sorted(hits - matched)
                                if protection.reason(pid) in SPARED_ANSIBLE]
+        # Other matches spared by what they are (a terminal multiplexer whose argv carries
+        # the server's command line, a GPU daemon, a protect pattern): named in the result too.
+        self.protected_matches = [holder_record(table[pid], protection.reason(pid)) for pid in sorted(hits - matched)
+                                  if protection.reason(pid) not in SPARED_ANSIBLE + ("self", "init")]
         trees = _scope.matched_trees(table, matched, lambda pid: bool(holders.held(pid) & selected))
         for root, tree in sorted(trees.items()):
             if scoped:
@@ -134,11 +148,14 @@ class Releaser:
         self.check_mode = check_mode
         self.start = time.monotonic()
         self.deadline = self.start + float(opts.timeout)
+        bounded_fs.set_deadline(self.deadline)
         self.requested = parse_gpus(opts.gpus)
         self.devices = _holders.devices_dir(opts.devices)
         self.extra_protect = compile_protect(opts.protect)
         self.session = None
         self.matcher = None
+        self.watch, self.respawn, self.handled = None, None, set()
+        self.mps_servers = {}  # pid -> ProcInfo of every MPS server seen in this run
 
     # -- set-up ------------------------------------------------------------
     def _open_nvml(self):
@@ -201,6 +218,7 @@ class Releaser:
         scope = self.scope
         table = _proctable.snapshot()
         self._bounded_match(table)
+        self.mps_servers.update(_mps.servers(table))
         protection = Protection(table, os.getpid(), self.extra_protect)
         regexes = compile_patterns(self.opts.patterns, self.opts.force_broad)
         records = self.session.snapshot(scope.indices) if self.session is not None else None
@@ -231,6 +249,7 @@ class Releaser:
         finally:
             if self.session is not None:
                 self.session.close()
+            bounded_fs.close()
         return clean(self._scope_result(result))
 
     def _scope_result(self, result):
@@ -249,7 +268,7 @@ class Releaser:
         plan = self._plan(minors)
         result = {"gpus_selected": indices, "killed": [], "failed_to_kill": [],
                   "protected_holders": plan.protected_holders, "devices": self.devices,
-                  "spared_ansible": plan.spared_ansible}
+                  "spared_ansible": plan.spared_ansible, "protected_matches": plan.protected_matches}
         if self.check_mode:
             planned = plan.targets(plan.pattern) + plan.targets(plan.sweep)
             live = [t for t in planned if not t.gone]
@@ -261,7 +280,9 @@ class Releaser:
             return self._finish(result)
 
         timings = {}
+        watch = _watch.RespawnWatch(self.opts.respawn_settle)
         first = plan.targets(plan.pattern)
+        watch.note(first, plan.table, plan.protection)
         t0 = time.monotonic()
         stuck = release(first, self.opts.term_timeout, self.deadline)
         self._fail_if_denied(first, result)
@@ -275,6 +296,7 @@ class Releaser:
             sweep = {pid: why for pid, why in again.sweep.items()
                      if (pid, again.table[pid].create_time) not in handled}
             swept = again.targets(sweep)
+            watch.note(swept, again.table, again.protection)
             stuck += release(swept, self.opts.term_timeout, self.deadline)
             self._fail_if_denied(first + swept, result)
             done += swept
@@ -286,18 +308,27 @@ class Releaser:
         result["changed"] = any(t.signals for t in done)
         close_all(done)
 
+        if self.opts.mps == MPS_QUIT:
+            self._quit_mps(indices, result)
+        # The respawn watch runs from each target's exit, between the NVML reads of the drain.
+        self.watch = watch if result["changed"] and not stuck else None
+        self.respawn = None
+        if self.watch is not None:
+            self.watch.arm(time.monotonic())
+            self.handled = {(t.pid, t.info.create_time) for t in done}
         after = None
         if self.opts.verify:
             t0 = time.monotonic()
             after = self._wait_drained(indices, minors)
             timings["verify"] = round(time.monotonic() - t0, 3)
             plan = self._plan(minors)  # who still holds what, for the report
-        if result["changed"] and not stuck:
-            t0 = time.monotonic()
-            self._check_respawns(minors, done, result)
-            timings["respawn_check"] = round(time.monotonic() - t0, 3)
-        result["timings"] = timings
         result["gpus"] = self._gpu_report(before, after, plan)
+        result["timings"] = timings
+        if self.watch is not None:
+            t0 = time.monotonic()
+            self._finish_watch(minors, result)
+            # What the watch cost after the memory was free (or after the signals, without verify).
+            timings["respawn_check"] = round(time.monotonic() - t0, 3)
         return self._finish(result)
 
     # -- promises: permission, respawns, check mode ----------------------------
@@ -322,22 +353,73 @@ class Releaser:
             % ("; ".join("pid %d (%s) of user %s" % (t.pid, t.result()["cmdline"][:120], t.info.user)
                          for t in denied), hint), result=result)
 
-    def _check_respawns(self, minors, done, result):
-        """Rescan until RESPAWN_SETTLE s after the last target went (or the deadline): nothing may come back."""
-        handled = {(t.pid, t.info.create_time) for t in done}
-        gone = [t.gone_at for t in done if t.gone_at is not None]
+    def _mps_on_selected(self, indices):
+        """The MPS servers holding memory on a selected GPU now, and their control daemons."""
+        if self.session is None:
+            return {}, {}
+        table = _proctable.snapshot()
+        servers = _mps.servers(table)
+        self.mps_servers.update(servers)
+        holding = set()
+        for rec in self.session.snapshot(indices):
+            holding.update((_mps.overhead(rec, servers) or {}).get("server_pids", ()))
+        controls = _mps.controls(table)
+        return {p: servers[p] for p in holding}, {p: i for p, i in controls.items()
+                                                  if any(s.ppid == p for s in servers.values() if s.pid in holding)}
+
+    def _quit_mps(self, indices, result):
+        """mps: quit. Stop each MPS daemon whose server holds a selected GPU, the documented way."""
+        servers, controls = self._mps_on_selected(indices)
+        if not servers:
+            return
+        if not controls:
+            raise GpuFleetError(
+                "mps: quit: the MPS server (pid %s) holds a selected GPU but its control daemon "
+                "(nvidia-cuda-mps-control, its parent) is not visible here; stop MPS on the host "
+                "(echo quit | nvidia-cuda-mps-control), or use mps: overhead"
+                % ", ".join(str(p) for p in sorted(servers)), result=result)
+        done = [_mps.quit_daemon(info, self.deadline) for _pid, info in sorted(controls.items())]
+        result["mps"] = {"action": MPS_QUIT, "daemons": done}
+        result["changed"] = True
+        failed = [d for d in done if d.get("rc") != 0]
+        if failed:
+            raise GpuFleetError("mps: quit: %s" % "; ".join(
+                "%s (pipe directory %s) failed: %s" % (d["command"], d["pipe_directory"], d.get("error") or "rc %s" % d["rc"])
+                for d in failed), result=result)
+
+    def _watch_tick(self, minors):
+        """One rescan of the respawn watch when one is due; True once something came back."""
+        watch, now = self.watch, time.monotonic()
+        if watch is None or self.respawn is not None or not watch.due(now, RESPAWN_POLL):
+            return self.respawn is not None
+        plan = self._plan(minors)
+        watch.scanned(now)
+        back = {pid: why for pid, why in list(plan.pattern.items()) + list(plan.sweep.items())
+                if (pid, plan.table[pid].create_time) not in self.handled}
+        if back:
+            self.respawn = (plan, back)
+        return self.respawn is not None
+
+    def _finish_watch(self, minors, result):
+        """Rescan until every window is closed (never past the deadline); then name a live restarter."""
+        watch = self.watch
         # Never past the deadline: the last rescan and the report must fit before it too.
-        until = min((max(gone) if gone else time.monotonic()) + float(self.opts.respawn_settle), self.deadline - RESPAWN_POLL)
-        while True:
-            plan = self._plan(minors)
-            back = {pid: why for pid, why in list(plan.pattern.items()) + list(plan.sweep.items())
-                    if (pid, plan.table[pid].create_time) not in handled}
-            if back:
-                self._fail_respawned(plan, back, result)
+        until = min(watch.until if watch.until is not None else 0.0, self.deadline - RESPAWN_POLL)
+        while not self._watch_tick(minors):
             now = time.monotonic()
-            if now + RESPAWN_POLL / 2 >= until:
-                return
-            time.sleep(min(RESPAWN_POLL, until - now))
+            if watch.scanned_after_exits() and (watch.last_scan >= until or now >= until):
+                break
+            time.sleep(max(0.0, min(watch.last_scan + RESPAWN_POLL, until) - now))
+        result["respawn_watch"] = watch.report()
+        if self.respawn is not None:
+            self._fail_respawned(self.respawn[0], self.respawn[1], result)
+        found = watch.live_restarters()
+        if found:
+            result["restarters"] = [dict(holder_record(survivor, None), kind=kind,
+                                         started=[e.target.pid for e in entries])
+                                    for survivor, kind, entries in found]
+            result["elapsed"] = round(time.monotonic() - self.start, 3)
+            raise GpuFleetError(_watch.restarter_message(found), result=result)
 
     def _fail_respawned(self, plan, back, result):
         now = time.time()
@@ -375,7 +457,9 @@ class Releaser:
         holders = _holders.scan(self.devices)
         out = []
         for rec, minor in zip(before, minors):
-            used = gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0]
+            used, share = self._used(rec)
+            if share is not None and self.opts.mps == MPS_QUIT:
+                used = max(0.0, used - share["used_mib"])  # the real run's quit frees it
             if used <= self.opts.max_used_mib:
                 continue
             listed = {p["pid"]: p["used"] for p in rec["processes"] if p["pid"] in plan.table}
@@ -393,6 +477,7 @@ class Releaser:
     def _wait_drained(self, indices, minors):
         """Poll NVML until every selected GPU is free, or the deadline.
 
+        The respawn watch rescans between the reads (_watch_tick); a respawn ends the wait.
         Gives up early when memory has stopped changing for STUCK_AFTER seconds
         and every GPU still in use is held only by protected processes: nothing
         this module may signal is left, so waiting out the timeout helps nobody.
@@ -401,8 +486,8 @@ class Releaser:
         last_used, last_change, last_look = None, time.monotonic(), 0.0
         while True:
             records = self.session.snapshot(indices)
-            used = [gpu_memory_mib(r, self.opts.v1_reserve_mib)[0] for r in records]
-            if all(u <= limit for u in used):
+            used = [self._used(r)[0] for r in records]
+            if all(u <= limit for u in used) or self._watch_tick(minors):
                 return records
             now = time.monotonic()
             if now >= self.deadline:
@@ -415,11 +500,21 @@ class Releaser:
                     return records
             time.sleep(VERIFY_POLL)
 
+    def _used(self, rec):
+        """(MiB used as verified, the MPS servers' share on it or None).
+
+        By default the MPS server's own context is daemon overhead: not counted."""
+        used = gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0]
+        share = _mps.overhead(rec, self.mps_servers, used)
+        if share is not None and self.opts.mps == MPS_OVERHEAD:
+            used = max(0.0, used - share["used_mib"])
+        return used, share
+
     def _only_protected_hold(self, records, minors, limit):
         plan = self._plan(minors)
         holders = _holders.scan(self.devices)
         for rec, minor in zip(records, minors):
-            if gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0] <= limit:
+            if self._used(rec)[0] <= limit:
                 continue
             pids = holders.holders_of([minor]) - plan.protection.own_tree
             if not pids or any(not plan.protection.reason(p) for p in pids):
@@ -436,14 +531,19 @@ class Releaser:
         was = {g["index"]: g for g in describe(before, _holders.DeviceHolders(), plan.table,
                                                plan.protection, self.opts.v1_reserve_mib)}
         out = []
+        records = {r["index"]: r for r in (after if after is not None else before)}
         for gpu in now:
             prior = was[gpu["index"]]
+            verified, share = self._used(records[gpu["index"]])
             entry = {key: gpu[key] for key in ("index", "uuid", "name", "memory_api", "total_mib", "holders")}
             entry["before"] = {"used_mib": prior["used_mib"], "reserved_mib": prior["reserved_mib"]}
             entry["after"] = None
             if after is not None:
                 entry["after"] = {"used_mib": gpu["used_mib"], "reserved_mib": gpu["reserved_mib"]}
-                entry["free"] = gpu["used_mib"] <= self.opts.max_used_mib
+                entry["free"] = verified <= self.opts.max_used_mib
+            if share is not None:
+                entry["mps"] = dict(share, counted=("as daemon overhead" if self.opts.mps == MPS_OVERHEAD
+                                                    else "as used"))
             out.append(entry)
         return out
 
@@ -462,8 +562,12 @@ class Releaser:
             if gpu.get("free") is False:
                 who = ", ".join(_describe_holder(h) for h in gpu["holders"]) or \
                     "no process visible here (another PID namespace or a stuck context?)"
-                problems.append("GPU %d (%s) still has %.0f MiB used after %.1f s; holders: %s"
-                                % (gpu["index"], gpu["uuid"], gpu["after"]["used_mib"], result["elapsed"], who))
+                text = "GPU %d (%s) still has %.0f MiB used after %.1f s; holders: %s" % (
+                    gpu["index"], gpu["uuid"], gpu["after"]["used_mib"], result["elapsed"], who)
+                if gpu.get("mps"):
+                    text += ("; %.0f MiB of it is the MPS server's own context (pid %s)"
+                             % (gpu["mps"]["used_mib"], ", ".join(str(p) for p in gpu["mps"]["server_pids"])))
+                problems.append(text)
         if problems:
             raise GpuFleetError("GPUs not released: " + "; ".join(problems), result=result)
         return result

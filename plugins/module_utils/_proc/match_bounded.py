@@ -6,9 +6,11 @@
 Python's re backtracks: `(\\w+\\s?)+::scheduler` against a bystander with a
 32-character argument runs for minutes, and re cannot be interrupted. Before
 the module matches its patterns against a process table, the same searches run
-in a forked child under a deadline; a pattern that does not finish in time fails
-the task with its name, and the child is killed. Command lines already checked
-are remembered, so rescans of a table that did not change fork nothing.
+in a forked child; each pattern has a budget of its own (a list of 500 ordinary
+patterns takes as long as they take together, within the task's timeout), and a
+pattern that does not finish within its budget, or before the task's deadline,
+fails the task with its name, and the child is killed. Command lines already
+checked are remembered, so rescans of a table that did not change fork nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
-MATCH_BUDGET = 2.0  # seconds any one snapshot's pattern matching may take
+PATTERN_BUDGET = 2.0  # seconds one pattern may take over one snapshot's command lines
 
 
 class BoundedMatcher:
@@ -33,20 +35,29 @@ class BoundedMatcher:
         todo = sorted({c for c in cmdlines if c not in self.checked})
         if not todo or not self.regexes:
             return
-        budget = max(0.05, min(MATCH_BUDGET, deadline - time.monotonic()))
-        done = _run_child(self.regexes, todo, budget)
+        done, spent, cut_by_deadline = _run_child(self.regexes, todo, PATTERN_BUDGET, max(0.05, deadline - time.monotonic()))
         if done < len(self.regexes):
             slow = self.regexes[done]
+            if cut_by_deadline and spent < PATTERN_BUDGET:
+                why = ("the task's timeout ran out after %.2f s of it (%d of %d patterns had finished); "
+                       "give a longer timeout, fewer patterns, or rewrite this one if it is slow"
+                       % (spent, done, len(self.regexes)))
+            else:
+                why = ("its own budget is %.1f s (catastrophic backtracking, e.g. a nested quantifier like "
+                       "'(\\w+\\s?)+'); rewrite it without nested repetition, e.g. 'sglang::scheduler'"
+                       % PATTERN_BUDGET)
             raise InvalidInput(
-                "pattern %r did not finish matching this host's %d command lines within %.1f s "
-                "(catastrophic backtracking, e.g. a nested quantifier like '(\\w+\\s?)+'); "
-                "nothing was signalled; rewrite it without nested repetition, e.g. 'sglang::scheduler'"
-                % (slow.pattern, len(todo), budget))
+                "pattern %r did not finish matching this host's %d command lines: %s; nothing was signalled"
+                % (slow.pattern, len(todo), why))
         self.checked.update(todo)
 
 
-def _run_child(regexes, cmdlines, budget):
-    """How many regexes (in order) finished searching every command line within `budget` s."""
+def _run_child(regexes, cmdlines, budget, total):
+    """(how many regexes finished, seconds the first unfinished one ran, whether `total` cut it).
+
+    Each regex (in order) may search every command line for `budget` s, counted from
+    the end of the one before; all of them together for at most `total` s.
+    """
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -60,10 +71,12 @@ def _run_child(regexes, cmdlines, budget):
             os._exit(0)
     os.close(wfd)
     done, buf = 0, b""
-    end = time.monotonic() + budget
+    start = time.monotonic()
+    end = start + total
+    mark = start  # when the pattern now running started
     try:
         while done < len(regexes):
-            left = end - time.monotonic()
+            left = min(end, mark + budget) - time.monotonic()
             if left <= 0 or not select.select([rfd], [], [], left)[0]:
                 break
             chunk = os.read(rfd, 4096)
@@ -74,6 +87,7 @@ def _run_child(regexes, cmdlines, budget):
             buf = lines[-1]
             if len(lines) > 1:
                 done = int(lines[-2])
+                mark = time.monotonic()
     finally:
         os.close(rfd)
         if done < len(regexes):
@@ -82,4 +96,5 @@ def _run_child(regexes, cmdlines, budget):
             except ProcessLookupError:
                 pass
         os.waitpid(pid, 0)
-    return done
+    now = time.monotonic()
+    return done, now - mark, now >= end

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import psutil
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state, leader_exited, term_blocked
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state, job_stopped, leader_exited, term_blocked
 
 HAS_PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 POLL_FALLBACK = 0.02
@@ -42,6 +42,7 @@ class Target:
         self.error = None
         self.denied = False
         self.sigkill_at_once = None
+        self.continued = None  # why SIGCONT followed SIGTERM (a stopped process)
         self._pidfd = None
         self._proc = None
         self.gone = not self._pin()
@@ -135,6 +136,8 @@ class Target:
             rec["error"] = self.error
         if self.sigkill_at_once:
             rec["sigkill_at_once"] = self.sigkill_at_once
+        if self.continued:
+            rec["continued"] = self.continued
         return rec
 
 
@@ -157,7 +160,8 @@ def release(targets: list, term_timeout: float, deadline: float, on_progress: An
     """SIGTERM, wait up to term_timeout, SIGKILL the rest, wait to the deadline.
 
     A target that cannot act on SIGTERM (_threads.term_blocked) gets SIGKILL at
-    once, recorded in its `sigkill_at_once`. When a signal is refused (EPERM),
+    once, recorded in its `sigkill_at_once`; one stopped by job control gets
+    SIGCONT right after its SIGTERM, recorded in its `continued`. When a signal is refused (EPERM),
     nothing is waited for: the refused targets are returned at once.
 
     The SIGKILL comes no later than KILL_RESERVE (at most half the time left)
@@ -173,6 +177,9 @@ def release(targets: list, term_timeout: float, deadline: float, on_progress: An
         # SIGTERM handler that takes its children down must not beat our own signal to them.
         for target in live:
             target.sigkill_at_once = term_blocked(target.pid)
+            if not target.sigkill_at_once and job_stopped(target.pid):
+                target.continued = ("stopped (state T): SIGCONT right after SIGTERM, "
+                                    "which stays pending on a stopped process")
     now = time.monotonic()
     termed = []
     for target in live:
@@ -181,6 +188,11 @@ def release(targets: list, term_timeout: float, deadline: float, on_progress: An
         else:
             target.send(signal.SIGTERM, now)
             termed.append(target)
+    # After every SIGTERM is out, as systemd does: a stopped parent continued first
+    # must not get to act before its stopped children have their own SIGTERM.
+    for target in termed:
+        if target.continued and not target.denied:
+            target.send(signal.SIGCONT, now)
     denied = [t for t in live if t.denied]
     if denied:
         return denied  # the caller fails at once: waiting cannot help

@@ -12,7 +12,13 @@ state are therefore read per thread group, through /proc/PID/task/*.
 A process cannot act on SIGTERM when it ignores it (SigIgn), when every thread
 blocks it (SigBlk), or when it is PID 1 of its own PID namespace without a
 handler (SigCgt): the kernel drops such a signal from an ancestor namespace.
-Waiting term_timeout for it helps nobody; it gets SIGKILL at once.
+Waiting term_timeout for it helps nobody; it gets SIGKILL at once. A thread in
+ptrace stop (state t: a debugger or profiler holds it) acts on no signal until
+its tracer lets it go, SIGKILL excepted: it gets SIGKILL at once too.
+
+A process stopped by job control (state T: Ctrl-Z, SIGSTOP) keeps SIGTERM
+pending until it is continued; it gets SIGCONT right after SIGTERM, as systemd
+does (systemd.kill(5), SendSIGCONT=), so it acts on SIGTERM at once.
 """
 
 from __future__ import annotations
@@ -86,6 +92,8 @@ def _masks(text):
         key, _sep, value = line.partition(":")
         if key in ("SigIgn", "SigBlk", "SigCgt"):
             out[key] = int(value.strip() or "0", 16)
+        elif key == "TracerPid":
+            out[key] = value.strip()
         elif key == "NSpid":
             out[key] = value.split()
     return out
@@ -102,6 +110,8 @@ def term_blocked(pid: int, proc: str = "/proc") -> str | None:
     if len(nspid) > 1 and nspid[-1] == "1" and not status.get("SigCgt", 0) & SIGTERM_BIT:
         return "PID 1 of its own PID namespace without a SIGTERM handler"
     tasks = live_tasks(pid, proc)
+    if any(state == "t" for _tid, state in tasks):
+        return "ptrace-stopped (traced by %s): SIGTERM cannot act until its tracer resumes it" % _tracer(status)
     if tasks:
         blocked = 0
         for tid, _state in tasks:
@@ -111,3 +121,14 @@ def term_blocked(pid: int, proc: str = "/proc") -> str | None:
         if blocked == len(tasks):
             return "SIGTERM blocked by every thread"
     return None
+
+
+def _tracer(status):
+    tracer = status.get("TracerPid", "0")
+    return "pid %s" % tracer if tracer not in ("", "0") else "another thread's tracer"
+
+
+def job_stopped(pid: int, proc: str = "/proc") -> bool:
+    """Whether `pid`'s threads are stopped by job control (state T), so SIGTERM would stay pending."""
+    tasks = live_tasks(pid, proc)
+    return bool(tasks) and all(state == "T" for _tid, state in tasks)

@@ -13,10 +13,17 @@ Run INSIDE a private PID + mount namespace (the mount stays in it).
                                  /dev/fuse descriptor closes (kill the daemon, or end the
                                  namespace), which aborts the request.
 
+  fault_fuse.py pathholder ROOT GPU MIB TITLE MNT
+                                 hold MIB MiB on fake GPU GPU under TITLE, keep an O_PATH
+                                 descriptor of MNT (opening it that way sends no request),
+                                 print the PID and wait: a stat through /proc/PID/fd/N then
+                                 sends GETATTR, which the daemon never answers
+
 No library needed: the few bytes of the FUSE protocol are packed by hand.
 """
 import ctypes
 import os
+import signal
 import struct
 import sys
 
@@ -59,8 +66,21 @@ def holder(root, gpu, mib, title, mnt):
     print("listed", flush=True)
 
 
+def pathholder(root, gpu, mib, title, mnt):
+    import setproctitle
+    from simlib import fakegpu
+    setproctitle.setproctitle(title)
+    fakegpu.hold(root, [int(gpu)], int(mib))
+    held = os.open(mnt, os.O_PATH)  # a file on the mount, open as a model file would be
+    print(os.getpid(), flush=True)
+    while held:
+        signal.pause()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "daemon":
         daemon(sys.argv[2])
+    elif sys.argv[1] == "pathholder":
+        pathholder(*sys.argv[2:7])
     else:
         holder(*sys.argv[2:7])

@@ -8,6 +8,9 @@ usage: promise_holder.py MODE ROOT GPU MIB [TITLE] [EXTRA ARGV...]
                empty cmdline while the thread group keeps the GPU memory
   parent       start a `leader-exit` child holding the GPU and wait; prints
                {"pid": ..., "child": ...}
+  tree         hold MIB on GPU and start one `plain` child per GPU in EXTRA ARGV, each
+               holding MIB there titled sglang::scheduler_TP<gpu>; prints
+               {"pid": ..., "children": [...]}
   fork-on-term at SIGTERM fork a child with the same title that holds the GPU 1 s
                later (a respawn the sweep cannot see yet), then exit
 With GF_SETUID=UID in the environment, `plain` drops to that user once it holds the memory.
@@ -52,6 +55,14 @@ def main():
         print(json.dumps({"pid": os.getpid(), "child": int(child.stdout.readline())}), flush=True)
         while True:
             signal.pause()
+    if mode == "tree":
+        set_title(title)
+        fakegpu.hold(root, [gpu], mib)
+        kids = [subprocess.Popen([sys.executable, __file__, "plain", root, other, str(mib),
+                                  "sglang::scheduler_TP%s" % other], stdout=subprocess.PIPE, text=True)
+                for other in sys.argv[6:]]
+        print(json.dumps({"pid": os.getpid(), "children": [int(k.stdout.readline()) for k in kids]}), flush=True)
+        _sleep_forever()
     if mode == "fork-on-term":
         def respawn(_signum, _frame):
             if os.fork() == 0:

@@ -22,10 +22,13 @@ with the module's code):
   * so does every descendant of such a node that is not protected (descendant);
   * with sweep on, so does every other unprotected node holding a selected GPU
     whose user passes sweep_users (device);
-  * protected: GPU daemons, titles matching an extra `protect` regex, a copy of
-    the runner's own command line; everything else stays alive, and so does every
-    process of the namespace that is not part of the tree (the runner's parent
-    shell, whose command line carries the pattern, included);
+  * protected: GPU daemons, titles matching an extra `protect` regex; everything
+    else stays alive, and so does every process of the namespace that is not part
+    of the tree (the runner's parent shell, whose command line carries the pattern,
+    included). A node titled exactly like the runner's own command line (a
+    look-alike: it sits under init or another node, never beside an ancestor of
+    the runner) is released by the rules above like any other: protection goes by
+    identity, not by a title;
   * `killed` lists exactly the nodes that went, with the reasons above;
   * with verify on, the run fails exactly when an expected survivor keeps memory
     on a selected GPU, and the message names exactly those GPUs.
@@ -115,23 +118,23 @@ def make_trial(seed, index, own_cmdline, ansible=False):
     nodes = []
     for i in range(rng.randint(3, 13)):
         parent = rng.choice([None, None] + list(range(i))) if i else None
-        kind = rng.choices(["match", "other", "daemon", "bystander", "ancestor_copy"],
+        kind = rng.choices(["match", "other", "daemon", "bystander", "lookalike"],
                            [0.35, 0.3, 0.12, 0.2, 0.03])[0]
-        if kind == "ancestor_copy" and ansible:
-            kind = "bystander"  # under ansible the runner is no ancestor of the module
+        if kind == "lookalike" and ansible:
+            kind = "bystander"  # under ansible the module's command line is not the runner's
         r = rng.randint(0, 7)
         if kind == "match":
             title = rng.choice(MATCH_TITLES).format(r=r)
         elif kind == "daemon":
             title = rng.choice(DAEMON_TITLES)
-        elif kind == "ancestor_copy":
+        elif kind == "lookalike":
             title = own_cmdline
         else:
             title = rng.choice(OTHER_TITLES).format(r=r)
         keep = kind in ("match", "other") and rng.random() < 0.2
         if keep:
             title += rng.choice(KEEP_SUFFIXES)
-        gpus_held = [] if kind in ("bystander", "ancestor_copy") or rng.random() < 0.2 \
+        gpus_held = [] if kind in ("bystander", "lookalike") or rng.random() < 0.2 \
             else sorted(rng.sample(range(GPUS), rng.choice([1, 1, 2])))
         nodes.append({
             "id": i, "parent": parent, "kind": kind, "title": title, "keep": keep,
@@ -163,7 +166,7 @@ def oracle(nodes, opts, selected):
     keep = [re.compile(p) for p in opts["protect"]]
 
     def protected(n):
-        return n["kind"] in ("daemon", "ancestor_copy") or any(r.search(n["title"]) for r in keep)
+        return n["kind"] == "daemon" or any(r.search(n["title"]) for r in keep)
 
     kids = {}
     for n in nodes:

@@ -96,6 +96,24 @@ def test_lineage_and_own_tree_sets():
     assert ANSIBLE in prot.lineage_cmdlines and MODULE in prot.lineage_cmdlines
 
 
+PIPELINED = "/usr/bin/python3"  # the module's whole command line under pipelining
+
+
+@pytest.mark.parametrize("ppid, uid, reason", [
+    (60, 0, "copy of an ancestor"),   # a second module run from the same shell, as root
+    (60, 65534, None),                # the same title under the same parent, another user
+    (1, 0, None),                     # titled like the module, but not below any ancestor of ours
+    (300, 65534, None),               # below a stranger
+])
+def test_copy_of_an_ancestor_goes_by_parent_and_owner_not_by_title(ppid, uid, reason):
+    """A process of `nobody` titled exactly the pipelined module's interpreter path was spared."""
+    rows = [proc(1, 0, "/sbin/init"), proc(50, 1, ["sshd: root@notty"], name="sshd"),
+            proc(60, 50, ["/bin/sh", "-c", "%s && sleep 0" % PIPELINED], name="sh"),
+            proc(OWN, 60, PIPELINED), proc(300, 1, "python3 monitor.py"),
+            proc(500, ppid, PIPELINED, uid=uid, user="root" if uid == 0 else "nobody")]
+    assert protect.Protection({p.pid: p for p in rows}, OWN).reason(500) == reason
+
+
 DAEMONS = ["nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi", "nvidia-fabricmanager",
            "nv-fabricmanager", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server", "Xorg", "Xwayland",
            "X", "nvidia-device-plugin", "k8s-device-plugin", "gpu-feature-discovery"]

@@ -115,6 +115,28 @@ def test_catastrophic_pattern_fails_in_budget_naming_it():
     assert err.value.msg.startswith("pattern '(\\\\w+\\\\s?)+::scheduler' did not finish matching")
 
 
+# About 1,000 command lines of a busy host, and ordinary patterns that cost a few ms each over them.
+BUSY_HOST = ["/usr/bin/python3 /opt/jobs/worker_%d.py --config /etc/jobs/%d.yaml %s"
+             % (i, i, " ".join("--opt%d=value%d" % (j, j) for j in range(20))) for i in range(1008)]
+
+
+def test_many_ordinary_patterns_each_get_their_own_budget():
+    """500 patterns of ~5 ms each take longer together than one pattern's budget: not backtracking."""
+    regexes = [re.compile(r"[a-z]+_gf%03d::" % i) for i in range(500)]
+    t0 = time.monotonic()
+    BoundedMatcher(regexes).check(BUSY_HOST, time.monotonic() + 120)
+    assert time.monotonic() - t0 > 0.5  # the list really costs something (2.8 s here unloaded)
+
+
+def test_slow_pattern_among_many_is_the_one_named():
+    slow = r"(\w+\s?)+::scheduler"
+    regexes = [re.compile(r"[a-z]+_gf%03d::" % i) for i in range(20)] + [re.compile(slow)]
+    with pytest.raises(InvalidInput) as err:
+        BoundedMatcher(regexes).check(BUSY_HOST[:3] + ["python3 job.py " + "a" * 32], time.monotonic() + 60)
+    assert err.value.msg.startswith("pattern %r did not finish matching" % slow), err.value.msg
+    assert "its own budget is 2.0 s" in err.value.msg
+
+
 def test_benign_patterns_pass_and_are_not_checked_twice():
     matcher = BoundedMatcher([re.compile("sglang::")])
     matcher.check(["sglang::scheduler_TP0", "bash"], time.monotonic() + 5)
@@ -142,6 +164,12 @@ def test_regex_list_accepts(value, expected):
 @pytest.mark.parametrize("value", ["sglang::scheduler_TP[0-9]{1,2}", "x[,;]y", "(a,b)"])
 def test_regex_list_refuses_a_split_that_cuts_a_regex(value):
     with pytest.raises(InvalidInput, match="pass patterns as a YAML list"):
+        regex_list(value, "patterns")
+
+
+@pytest.mark.parametrize("value", [[None], ["sglang::", None]])
+def test_regex_list_refuses_a_null_item_instead_of_matching_the_word_none(value):
+    with pytest.raises(InvalidInput, match="patterns: item %d is null" % len(value)):
         regex_list(value, "patterns")
 
 
