@@ -32,14 +32,7 @@ _WORDS = (
 ).split()
 
 
-def request_body(api: str, model: str, input_len: int, output_len: int, seed: int, temperature: float, ignore_eos: bool = True) -> bytes:
-    """JSON bytes of one streaming request with a prompt unique to `seed`.
-
-    completions: a list of `input_len` random token ids (exact length, no
-    tokenizer needed). chat: `input_len` random common words (about one token
-    each; the server's usage.prompt_tokens is reported as measured).
-    """
-    rng = random.Random(seed)
+def _base(model: str, output_len: int, temperature: float, ignore_eos: bool) -> dict:
     body = {
         "model": model,
         "max_tokens": output_len,
@@ -49,6 +42,22 @@ def request_body(api: str, model: str, input_len: int, output_len: int, seed: in
     }
     if ignore_eos:
         body["ignore_eos"] = True
+    return body
+
+
+def _encode(body: dict) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def request_body(api: str, model: str, input_len: int, output_len: int, seed: int, temperature: float, ignore_eos: bool = True) -> bytes:
+    """JSON bytes of one streaming request with a random prompt unique to `seed`.
+
+    completions: a list of `input_len` random token ids (exact length, no
+    tokenizer needed). chat: `input_len` random common words (about one token
+    each; the server's usage.prompt_tokens is reported as measured).
+    """
+    rng = random.Random(seed)
+    body = _base(model, output_len, temperature, ignore_eos)
     if api == "chat":
         words = " ".join(rng.choice(_WORDS) for unused in range(max(input_len - 1, 1)))
         body["messages"] = [{"role": "user", "content": "%d %s" % (seed, words)}]
@@ -57,15 +66,55 @@ def request_body(api: str, model: str, input_len: int, output_len: int, seed: in
     return json.dumps(body, separators=(",", ":")).encode("utf-8")
 
 
+class Conversation:
+    """The requests of one workload item: the first turn, then each follow-up with the answers so far.
+
+    A one-turn item is one request; an item with follow-ups sends its next user turn
+    after the model answered, with that answer added as the assistant's turn (MT-Bench's
+    multi-turn judging sends the model's own first answer the same way).
+    """
+
+    __slots__ = ("item", "api", "base", "messages")
+
+    def __init__(self, item, api: str, model: str, output_len: int, temperature: float, ignore_eos: bool,
+                 extra: dict | None = None) -> None:
+        self.item = item
+        self.api = api
+        self.base = _base(model, output_len, temperature, ignore_eos)
+        for source in (item.extra, extra):
+            for key, value in (source or {}).items():
+                self.base.setdefault(key, value)
+        self.messages = list(item.messages)
+
+    @property
+    def turns(self) -> int:
+        return self.item.turns
+
+    def first(self) -> bytes:
+        body = dict(self.base)
+        if self.api == "chat":
+            body["messages"] = self.messages
+        else:
+            body["prompt"] = self.item.text
+        return _encode(body)
+
+    def next(self, turn: int, answer: str) -> bytes:
+        """The request of follow-up `turn` (1-based), after the model gave `answer` to the previous one."""
+        self.messages = self.messages + [{"role": "assistant", "content": answer},
+                                         {"role": "user", "content": self.item.followups[turn - 1]}]
+        return _encode(dict(self.base, messages=self.messages))
+
+
 class Record(Handler):
     """What one request measured. Times are perf_counter seconds."""
 
     __slots__ = (
         "start", "first", "end", "status", "error", "done", "finish_reason",
         "completion_tokens", "prompt_tokens", "chunk_times", "chunk_cum", "_cum", "_err",
+        "texts", "spec",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, keep_text: bool = False) -> None:
         self.start = None
         self.first = None        # arrival of the first non-empty content chunk
         self.end = None
@@ -79,6 +128,8 @@ class Record(Handler):
         self.chunk_cum = []      # running completion_tokens in that chunk, or None
         self._cum = None
         self._err = b""
+        self.texts = [] if keep_text else None  # the answer's text, kept only when a later turn needs it
+        self.spec = None         # SGLang's per-request spec_tokens_details, when it sent them
 
     # Handler ---------------------------------------------------------------
     def on_status(self, status: int, headers: dict, now: float) -> None:
@@ -111,6 +162,10 @@ class Record(Handler):
                 self.prompt_tokens = usage["prompt_tokens"]
         choices = obj.get("choices")
         if not choices:
+            ext = obj.get("sglext")  # SGLang's extension chunk (srt/entrypoints/openai/serving_chat.py)
+            if ext:
+                details = ext.get("spec_tokens_details")
+                self.spec = details[0] if isinstance(details, list) and details else details or self.spec
             return
         choice = choices[0]
         delta = choice.get("delta")
@@ -123,6 +178,8 @@ class Record(Handler):
                 self.first = now
             self.chunk_times.append(now)
             self.chunk_cum.append(self._cum if usage else None)
+            if self.texts is not None:
+                self.texts.append(text)
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
 
@@ -144,6 +201,10 @@ class Record(Handler):
         if self.completion_tokens is not None:
             return self.completion_tokens
         return len(self.chunk_times)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts or ())
 
     @property
     def usage_reported(self) -> bool:
@@ -188,7 +249,8 @@ class Record(Handler):
         return ([float(self.tokens) / n] * n if n else []), "average"
 
 
-async def run_request(state: list, endpoint: Endpoint, request_bytes: bytes, timeout: float, per_request: bool = False) -> Record:
+async def run_request(state: list, endpoint: Endpoint, request_bytes: bytes, timeout: float, per_request: bool = False,
+                      keep_text: bool = False) -> Record:
     """Send one request on the worker's connection (reopened when needed).
 
     state: a one-item list holding the worker's StreamProtocol (or None), so the
@@ -197,7 +259,7 @@ async def run_request(state: list, endpoint: Endpoint, request_bytes: bytes, tim
     before connecting (sglang.bench_serving's cold-connection TTFT); the
     request bytes then carry `Connection: close`.
     """
-    rec = Record()
+    rec = Record(keep_text)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     rec.start = time.perf_counter()

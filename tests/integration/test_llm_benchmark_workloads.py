@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""llm_benchmark with natural-text workloads (the built-in set, a JSONL file) against the
+test server on loopback: what it sent (the server's request events), the conversation of a
+multi-turn item, the per-request records, and a refused request counted as a failure."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.builtin import BUILTIN
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from tests.integration.test_llm_benchmark import params
+
+
+def _events(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if '"request"' in line]
+
+
+def _posts(path):
+    return [e["body"] for e in _events(path) if e.get("path", "").startswith("/v1/") and e.get("body")]
+
+
+def _lines(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def test_builtin_workload_sends_every_category_as_chat_with_records(server, tmp_path):
+    events, records = tmp_path / "events.jsonl", tmp_path / "records.jsonl"
+    s = server("--rate", "0", "--ttft", "0", "--events", str(events))
+    res = run_benchmark(params(s.url, api=None, levels=[4], requests_per_level=80, warmup_requests=0,
+                               workload={"source": "builtin"}, request_records=str(records)))
+    info = res["workload"]
+    assert info["source"] == "builtin" and info["sample"] == 80 and len(info["sha256"]) == 64
+    assert info["categories"] == {c: len(p) for c, p in BUILTIN.items()}
+    assert res["config"]["api"] == "chat"
+    multi = sum(1 for prompts in BUILTIN.values() for p in prompts if not isinstance(p, str))
+    assert info["multi_turn_items"] == multi > 0
+    lv = res["levels"][0]
+    assert lv["failed"] == 0 and lv["requests"] == 80 + multi  # a second turn is a request of its own
+    sent = _posts(events)
+    assert len(sent) == 80 + multi
+    firsts = {b["messages"][0]["content"] for b in sent}
+    builtin_firsts = {p if isinstance(p, str) else p[0] for prompts in BUILTIN.values() for p in prompts}
+    assert firsts == builtin_firsts
+    lines = _lines(records)
+    assert len(lines) == lv["requests"]
+    assert {line["category"] for line in lines} == set(BUILTIN)
+    assert all(line["ok"] and line["prompt_tokens"] and line["output_tokens"] == 32 for line in lines)
+    assert sorted(line["turn"] for line in lines).count(1) == multi
+    assert res["request_records"] == str(records)
+
+
+def test_second_turn_carries_the_models_first_answer(server, tmp_path):
+    events = tmp_path / "events.jsonl"
+    data = tmp_path / "two_turns.jsonl"
+    data.write_text(json.dumps({"turns": ["first question here", "and a follow-up"], "category": "chat"}) + "\n")
+    s = server("--rate", "0", "--ttft", "0", "--events", str(events))
+    res = run_benchmark(params(s.url, api="chat", levels=[1], requests_per_level=1, warmup_requests=0,
+                               output_len=5, workload={"source": "file", "path": str(data)}))
+    assert res["levels"][0]["requests"] == 2 and res["levels"][0]["failed"] == 0
+    one, two = _posts(events)
+    assert one["messages"] == [{"role": "user", "content": "first question here"}]
+    # The test server answers " w0 w1 w2 w3 w4" to a 5-token request.
+    assert two["messages"] == [{"role": "user", "content": "first question here"},
+                               {"role": "assistant", "content": " w0 w1 w2 w3 w4"},
+                               {"role": "user", "content": "and a follow-up"}]
+
+
+def test_jsonl_file_with_dataset_lengths_seed_and_category_filter(server, tmp_path):
+    events = tmp_path / "events.jsonl"
+    data = tmp_path / "mine.jsonl"
+    rows = [{"prompt": "question number %d about code" % i, "category": "code" if i % 2 else "chat",
+             "output_len": 3 + i} for i in range(10)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = server("--rate", "0", "--ttft", "0", "--events", str(events))
+    spec = {"source": "file", "path": str(data), "categories": ["code"], "sample": 3, "seed": 7,
+            "output_len_mode": "dataset"}
+    res = run_benchmark(params(s.url, api="completions", levels=[1], requests_per_level=3, warmup_requests=0,
+                               workload=spec))
+    sent = _posts(events)
+    by_prompt = {r["prompt"]: r for r in rows}
+    assert all(by_prompt[b["prompt"]]["category"] == "code" for b in sent)
+    assert [b["max_tokens"] for b in sent] == [by_prompt[b["prompt"]]["output_len"] for b in sent]
+    assert res["workload"]["categories"] == {"code": 3} and res["workload"]["seed"] == 7
+    assert res["levels"][0]["counted_output_tokens"] == sum(b["max_tokens"] for b in sent)
+    # The same seed gives the same requests in the same order.
+    again = run_benchmark(params(s.url, api="completions", levels=[1], requests_per_level=3, warmup_requests=0,
+                                 workload=spec))
+    assert again["workload"] == res["workload"]
+    assert [b["prompt"] for b in _posts(events)[3:]] == [b["prompt"] for b in sent]
+
+
+def test_prompt_over_the_context_is_a_counted_failure_with_the_message(server, tmp_path):
+    data = tmp_path / "long.jsonl"
+    data.write_text(json.dumps({"prompt": "short one"}) + "\n" + json.dumps({"prompt": "word " * 50}) + "\n")
+    s = server("--rate", "0", "--ttft", "0", "--context-len", "20")
+    res = run_benchmark(params(s.url, api="chat", levels=[1], requests_per_level=2, warmup_requests=0,
+                               workload={"source": "file", "path": str(data)}))
+    lv = res["levels"][0]
+    assert (lv["completed"], lv["failed"]) == (1, 1)
+    assert lv["errors"] == ["HTTP 400: " + json.dumps({
+        "object": "error", "type": "BadRequestError", "code": 400,
+        "message": "The input (50 tokens) is longer than the model's context length (20 tokens)."})]
+
+
+def test_completions_api_refuses_a_conversation_item(server):
+    s = server("--rate", "0")
+    with pytest.raises(InvalidInput, match=r"builtin-v1 \w+/\d+ is a conversation .* use api: chat"):
+        run_benchmark(params(s.url, api="completions", workload={"source": "builtin"}))
