@@ -114,3 +114,19 @@ def test_completions_api_refuses_a_conversation_item(server):
     s = server("--rate", "0")
     with pytest.raises(InvalidInput, match=r"builtin-v1 \w+/\d+ is a conversation .* use api: chat"):
         run_benchmark(params(s.url, api="completions", workload={"source": "builtin"}))
+
+
+def test_controller_file_travels_to_the_host_through_ansible(server, tmp_path):
+    from tests.integration.test_llm_benchmark import ansible_module
+
+    data = tmp_path / "questions.jsonl"
+    data.write_text("".join(json.dumps({"question_id": i, "category": "math", "turns": ["q%d" % i, "again"]}) + "\n"
+                            for i in range(3)))
+    records = tmp_path / "records.jsonl"
+    s = server("--rate", "0", "--ttft", "0")
+    res = ansible_module({"base_url": s.url, "levels": [1], "requests_per_level": 3, "warmup_requests": 0,
+                          "output_len": 4, "workload": {"source": "file", "path": str(data)},
+                          "request_records": str(records)})
+    assert res["workload"]["path"] == str(data) and res["workload"]["format"] == "mtbench"
+    assert res["levels"][0]["requests"] == 6 and res["levels"][0]["failed"] == 0
+    assert [line["turn"] for line in _lines(records)] == [0, 1] * 3

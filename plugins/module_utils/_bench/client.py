@@ -16,6 +16,7 @@ import asyncio
 import json
 import random
 import time
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint, Handler, open_connection
 
@@ -76,7 +77,7 @@ class Conversation:
 
     __slots__ = ("item", "api", "base", "messages")
 
-    def __init__(self, item, api: str, model: str, output_len: int, temperature: float, ignore_eos: bool,
+    def __init__(self, item: Any, api: str, model: str, output_len: int, temperature: float, ignore_eos: bool,
                  extra: dict | None = None) -> None:
         self.item = item
         self.api = api

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Conversation
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import percentile
@@ -45,7 +46,8 @@ def _ms(x):
     return None if x is None else round(x * 1000.0, 3)
 
 
-def request_line(rec, level: int, concurrency, rate, warmup: bool, item=None, turn: int = 0) -> dict:
+def request_line(rec: Any, level: int, concurrency: int | None, rate: float | None, warmup: bool, item: Any = None,
+                 turn: int = 0) -> dict:
     """One request's record: what it was, what it measured, how it ended."""
     gaps = [b - a for a, b in zip(rec.chunk_times, rec.chunk_times[1:])]
     spec = rec.spec if isinstance(rec.spec, dict) else None

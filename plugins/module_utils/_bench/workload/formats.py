@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from typing import Any, Callable
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.items import ROLES, Item, WorkloadError
 
@@ -57,7 +58,7 @@ OPENAI_DEFAULT_MAX_TOKENS = 256
 class Source:
     """The raw entries of a file, which are candidates, and how to turn one into an Item."""
 
-    def __init__(self, fmt: str, entries: list, candidates: list, convert, shuffled: bool = True) -> None:
+    def __init__(self, fmt: str, entries: list, candidates: list, convert: Callable, shuffled: bool = True) -> None:
         self.format = fmt
         self.entries = entries
         self.candidates = candidates   # indices into entries, in file order
@@ -96,7 +97,7 @@ def read_text(path: str) -> tuple:
                             % (raw[exc.start], exc.start))
 
 
-def parse_json(path: str, text: str):
+def parse_json(path: str, text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:

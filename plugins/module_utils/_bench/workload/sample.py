@@ -125,7 +125,7 @@ def load_workload(spec: dict | None, seed: int) -> Workload | None:
     info = {
         "source": source_name,
         "name": BUILTIN_NAME if path is None else None,
-        "path": spec.get("shown_path") or path,
+        "path": path,
         "format": source.format,
         "sha256": source.sha256,
         "seed": seed,
