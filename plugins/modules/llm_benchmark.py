@@ -57,7 +57,7 @@ attributes:
     support: partial
     details:
       - The load is sent and measured in check mode too (it changes nothing on the server),
-        but O(output) is not written; C(changed) then says whether it would have been.
+        but O(output) and O(request_records) are not written; C(changed) then says whether it would have been.
   diff_mode:
     support: none
 options:

@@ -43,6 +43,12 @@ def test_swap_to_eagle_end_to_end(request, tmp_path):
         assert base["failed"] == 0 and eagle["failed"] == 0
     summary = json.loads((report_dir / "swap_summary.json").read_text())
     assert sorted(h["outcome"] for h in summary["hosts"]) == ["ok", "ok"]
+    # The default workload is the built-in natural-text set; every request's record is fetched.
+    for host in ("sim-h1", "sim-h2"):
+        for label in ("baseline", "candidate"):
+            lines = [json.loads(line) for line in (report_dir / "requests" / ("%s-%s.jsonl" % (host, label))).open()]
+            counted = [line for line in lines if not line["warmup"]]
+            assert len(counted) >= 2 * 4 and all(line["ok"] and line["category"] for line in counted), lines[:2]
     assert "Show the comparison" in run.output and "sglang+eagle3/sglang" in run.output
 
     for index in (1, 2):
