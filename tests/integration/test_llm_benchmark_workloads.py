@@ -14,7 +14,7 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.builtin import BUILTIN
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-from tests.integration.test_llm_benchmark import params
+from tests.integration.test_llm_benchmark import SIM_DRAFT, params, sim_server  # noqa: F401 (a fixture)
 
 
 def _events(path):
@@ -130,3 +130,32 @@ def test_controller_file_travels_to_the_host_through_ansible(server, tmp_path):
     assert res["workload"]["path"] == str(data) and res["workload"]["format"] == "mtbench"
     assert res["levels"][0]["requests"] == 6 and res["levels"][0]["failed"] == 0
     assert [line["turn"] for line in _lines(records)] == [0, 1] * 3
+
+
+def test_builtin_and_multi_turn_jsonl_against_the_simulated_eagle3_sglang(sim_server, tmp_path):
+    spec = sim_server("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(SIM_DRAFT),
+                      "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                      "--speculative-num-draft-tokens", "4")
+    records = tmp_path / "records.jsonl"
+    res = run_benchmark(params(spec, api=None, levels=[4], requests_per_level=16, output_len=24,
+                               workload={"source": "builtin", "sample": 24, "seed": 3},
+                               request_records=str(records)))
+    lv = res["levels"][0]
+    assert lv["failed"] == 0 and lv["accept_length"] and 1.0 < lv["accept_length"] <= 4.0
+    counted = [line for line in _lines(records) if not line["warmup"]]
+    assert len(counted) == lv["requests"] >= 16
+    assert all(line["category"] in BUILTIN and line["prompt_tokens"] > 0 for line in counted)
+
+    data = tmp_path / "chat.jsonl"
+    data.write_text("".join(json.dumps({"turns": ["Tell me about rivers number %d." % i, "Shorter, please."],
+                                        "category": "chat"}) + "\n" for i in range(4)))
+    res = run_benchmark(params(spec, api=None, levels=[2], requests_per_level=4, warmup_requests=0, output_len=24,
+                               workload={"source": "file", "path": str(data), "format": "jsonl"},
+                               request_records=str(records)))
+    assert res["levels"][0]["failed"] == 0 and res["levels"][0]["requests"] == 8
+    turns = {}
+    for line in _lines(records):
+        turns.setdefault(line["item"], {})[line["turn"]] = line
+    for item, pair in turns.items():
+        # The second turn's prompt holds the first turn's prompt and the model's 24-token answer.
+        assert pair[1]["prompt_tokens"] > pair[0]["prompt_tokens"] + 10, (item, pair)
