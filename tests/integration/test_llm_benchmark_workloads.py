@@ -14,7 +14,8 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.builtin import BUILTIN
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-from tests.integration.test_llm_benchmark import SIM_DRAFT, params, sim_server  # noqa: F401 (a fixture)
+# sim_server is a fixture: imported so that the tests here can ask for it.
+from tests.integration.test_llm_benchmark import SIM_DRAFT, params, sim_server  # noqa: F401 pylint: disable=unused-import
 
 
 def _events(path):

@@ -21,14 +21,14 @@ BUILTIN = {
          "in the first month?"),
         "My houseplants keep dying even though I water them every day. What might I be doing wrong?",
         (
-         "What should I pack for a three-day hiking trip in the mountains in early autumn?",
-         "Now cut that list down to what fits in a 30 litre backpack, and say what you removed.",
+            "What should I pack for a three-day hiking trip in the mountains in early autumn?",
+            "Now cut that list down to what fits in a 30 litre backpack, and say what you removed.",
         ),
         "How do I politely tell a colleague that their meetings run too long?",
         "Suggest a weekly routine for someone who wants to start running but has never exercised.",
         (
-         "I want to learn to cook. Which five dishes teach the most basic techniques?",
-         "Pick the easiest of those and walk me through it step by step.",
+            "I want to learn to cook. Which five dishes teach the most basic techniques?",
+            "Pick the easiest of those and walk me through it step by step.",
         ),
         "What is a good way to keep track of birthdays without relying on social media reminders?",
         "Explain, in plain words, why sleeping in on weekends can make Monday mornings harder.",
@@ -41,16 +41,16 @@ BUILTIN = {
         ("Write a bash script that finds every file larger than 100 MB under a directory given as its first "
          "argument and prints them sorted by size."),
         (
-         "Write a Python class for a fixed-size ring buffer with push, pop and a length method.",
-         "Add unit tests for that class using pytest, covering wrap-around and popping from an empty buffer.",
+            "Write a Python class for a fixed-size ring buffer with push, pop and a length method.",
+            "Add unit tests for that class using pytest, covering wrap-around and popping from an empty buffer.",
         ),
         ("Write a SQL query that lists, for each customer, their total order value in 2024, highest first, "
          "from tables customers(id, name) and orders(id, customer_id, placed_at, amount)."),
         "Write a JavaScript function that debounces another function by a given number of milliseconds.",
         "Write a Go program that reads lines from standard input and prints how many times each word appears.",
         (
-         "Write a Rust function that checks whether a string is a palindrome, ignoring case and spaces.",
-         "Now make it work on Unicode grapheme clusters and explain what changed.",
+            "Write a Rust function that checks whether a string is a palindrome, ignoring case and spaces.",
+            "Now make it work on Unicode grapheme clusters and explain what changed.",
         ),
         ("Write a Python script that parses an Apache access log and prints the ten most frequent client "
          "addresses."),
@@ -63,8 +63,8 @@ BUILTIN = {
          "Show your working."),
         "Solve for x: 3(x - 4) + 7 = 2x + 9. Show each step.",
         (
-         "A rectangle has a perimeter of 46 cm and an area of 120 square centimetres. Find its sides.",
-         "If each side grows by 10 percent, by how much does the area grow, in percent?",
+            "A rectangle has a perimeter of 46 cm and an area of 120 square centimetres. Find its sides.",
+            "If each side grows by 10 percent, by how much does the area grow, in percent?",
         ),
         "What is the sum of all integers from 1 to 500 that are divisible by 3 or by 5?",
         ("A shop lowers a price by 20 percent and later raises the new price by 20 percent. Is the final price"
@@ -72,9 +72,9 @@ BUILTIN = {
         "Compute the derivative of f(x) = x^3 * ln(x) and find where it is zero for x > 0.",
         "Two dice are rolled. What is the probability that the sum is a prime number?",
         (
-         "A tank fills through pipe A in 6 hours and through pipe B in 9 hours. How long with both open?",
-         ("A leak now empties the full tank in 12 hours. How long does filling take with both pipes and the "
-          "leak?"),
+            "A tank fills through pipe A in 6 hours and through pipe B in 9 hours. How long with both open?",
+            ("A leak now empties the full tank in 12 hours. How long does filling take with both pipes and the "
+             "leak?"),
         ),
         "Find the greatest common divisor of 1071 and 462 with the Euclidean algorithm, showing every step.",
         ("An investment of 5000 grows at 4 percent a year, compounded yearly. What is it worth after 7 years, "
@@ -85,9 +85,9 @@ BUILTIN = {
          "fur, and Ben's pet cannot fly. Cleo does not own the dog. Who owns which pet?"),
         "If every blorp is a snig and some snigs are green, must some blorps be green? Explain.",
         (
-         ("A farmer must cross a river with a wolf, a goat and a cabbage, taking one at a time. How does he do "
-          "it?"),
-         "Now suppose the boat holds two items besides the farmer. What is the fewest number of crossings?",
+            ("A farmer must cross a river with a wolf, a goat and a cabbage, taking one at a time. How does he do "
+             "it?"),
+            "Now suppose the boat holds two items besides the farmer. What is the fewest number of crossings?",
         ),
         "A clock shows 3:15. What is the angle between the hour and minute hands?",
         ("You have two ropes that each take exactly one hour to burn but burn unevenly. How can you measure 45"
@@ -96,8 +96,8 @@ BUILTIN = {
         ("A library's visitor numbers fell after it extended its opening hours. Give three explanations that "
          "could account for this and how you would tell them apart."),
         (
-         "Which weighs more, a kilogram of feathers or a kilogram of iron?",
-         "Then why does a bag of feathers feel different to carry than a bar of iron of the same mass?",
+            "Which weighs more, a kilogram of feathers or a kilogram of iron?",
+            "Then why does a bag of feathers feel different to carry than a bar of iron of the same mass?",
         ),
         "In a race you overtake the person in second place. What position are you in now?",
         ("A bat and a ball cost 1.10 in total, and the bat costs 1.00 more than the ball. What does the ball "
@@ -114,11 +114,11 @@ BUILTIN = {
          " 5 hours. A self-service reset link was added in week 9 and resets fell by half within a fortnight, "
          "but the backlog has not cleared yet."),
         (
-         ("Summarise: A small bakery switched from paper order slips to a tablet app. In the first week, orders"
-          " were lost twice when the tablet ran out of battery, and the staff disliked typing with floury "
-          "hands. After they mounted the tablet on a charging stand and added large buttons for the ten most "
-          "common items, errors fell below the paper level and the owner could see daily totals at a glance."),
-         "Now write the same summary as a single sentence a child would understand.",
+            ("Summarise: A small bakery switched from paper order slips to a tablet app. In the first week, orders"
+             " were lost twice when the tablet ran out of battery, and the staff disliked typing with floury "
+             "hands. After they mounted the tablet on a charging stand and added large buttons for the ten most "
+             "common items, errors fell below the paper level and the owner could see daily totals at a glance."),
+            "Now write the same summary as a single sentence a child would understand.",
         ),
         ("Give a one-paragraph summary: Researchers tagged forty sea turtles with satellite trackers. Most "
          "females returned to the beach where they hatched, travelling up to 2000 km. Males wandered more "
@@ -151,9 +151,9 @@ BUILTIN = {
         ("Turn this into a JSON list of objects with keys item, quantity and unit: 'two kilos of flour, a "
          "dozen eggs, 500 grams of butter, three lemons'. Reply with JSON only."),
         (
-         ("From this text, extract every date and what happens on it as JSON: 'The office closes on 24 "
-          "December, reopens on 2 January, and the audit starts on 15 January.'"),
-         "Add a weekday field to each entry, assuming the year 2025.",
+            ("From this text, extract every date and what happens on it as JSON: 'The office closes on 24 "
+             "December, reopens on 2 January, and the audit starts on 15 January.'"),
+            "Add a weekday field to each entry, assuming the year 2025.",
         ),
         ("Extract the invoice number, total amount, currency and due date as JSON from: 'Invoice INV-2041, "
          "total due 1,250.00 EUR, payable by 31 March 2025.'"),
@@ -164,9 +164,9 @@ BUILTIN = {
         ("Extract all people and their roles as JSON from: 'The project is led by Sam Ortiz, with Jo Lee as "
          "designer and Ravi Nair handling testing.'"),
         (
-         ("Convert this address into JSON with street, number, postcode, city and country: 'Hauptstrasse 12, "
-          "10115 Berlin, Germany'."),
-         "Now do the same for 'Flat 3, 27 Mill Lane, Leeds LS1 4AB, United Kingdom', adding a flat field.",
+            ("Convert this address into JSON with street, number, postcode, city and country: 'Hauptstrasse 12, "
+             "10115 Berlin, Germany'."),
+            "Now do the same for 'Flat 3, 27 Mill Lane, Leeds LS1 4AB, United Kingdom', adding a flat field.",
         ),
         ("Produce a JSON object describing this product, with keys brand, model, storage_gb, colour and price:"
          " 'Nimbus X2 phone, 128 GB, forest green, now 349 dollars.'"),
@@ -179,8 +179,8 @@ BUILTIN = {
         ("Translate into Spanish: 'Please keep your ticket until the end of the journey; inspectors may ask to"
          " see it.'"),
         (
-         "Translate into German: 'Our shop will be closed for stocktaking on the first Monday of March.'",
-         "Now give the same sentence in a more formal register, as it would appear on an official notice.",
+            "Translate into German: 'Our shop will be closed for stocktaking on the first Monday of March.'",
+            "Now give the same sentence in a more formal register, as it would appear on an official notice.",
         ),
         ("Translate into Italian: 'Could you recommend a quiet restaurant near the station that is open on "
          "Sundays?'"),
@@ -189,8 +189,8 @@ BUILTIN = {
         ("Translate into English: 'Le train pour Lyon partira avec vingt minutes de retard en raison de "
          "travaux sur la voie.'"),
         (
-         "Translate into Dutch: 'We are looking for volunteers to help at the summer festival in the park.'",
-         "Translate your Dutch sentence back into English and point out any shift in meaning.",
+            "Translate into Dutch: 'We are looking for volunteers to help at the summer festival in the park.'",
+            "Translate your Dutch sentence back into English and point out any shift in meaning.",
         ),
         ("Translate into Japanese, and then give a romanised reading: 'Thank you for waiting; your table is "
          "ready.'"),
@@ -202,17 +202,17 @@ BUILTIN = {
         "Write a short poem about a lighthouse keeper on the last night before the light is automated.",
         "Write the opening paragraph of a mystery story set in a snowed-in mountain railway station.",
         (
-         ("Invent a new board game for four players in which the board changes shape during play. Describe the "
-          "rules."),
-         "Write the short story of the first game ever played with those rules.",
+            ("Invent a new board game for four players in which the board changes shape during play. Describe the "
+             "rules."),
+            "Write the short story of the first game ever played with those rules.",
         ),
         "Describe a market in a floating city from the point of view of a child visiting for the first time.",
         "Write a letter from a retired robot gardener to the family it used to work for.",
         "Write a limerick about a cat who refuses to use the new cat door.",
         (
-         ("Create a character: a cartographer who maps places that do not exist yet. Give her a name, a flaw "
-          "and a goal."),
-         "Now write a scene in which her flaw gets in the way of her goal.",
+            ("Create a character: a cartographer who maps places that do not exist yet. Give her a name, a flaw "
+             "and a goal."),
+            "Now write a scene in which her flaw gets in the way of her goal.",
         ),
         "Write a fable, with a moral at the end, about a river that wanted to flow uphill.",
         "Write a dialogue between the Moon and the tide arguing about who is in charge.",
