@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """llm_benchmark with natural-text workloads (the built-in set, a JSONL file) against the
 test server on loopback: what it sent (the server's request events), the conversation of a
-multi-turn item, the per-request records, and a refused request counted as a failure."""
+multi-turn item, the per-request records, and a refused request counted as a failure.
+sim_server is a fixture of test_llm_benchmark.py, imported for the tests here."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.builtin import BUILTIN
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-# sim_server is a fixture: imported so that the tests here can ask for it.
 from tests.integration.test_llm_benchmark import SIM_DRAFT, params, sim_server  # noqa: F401 pylint: disable=unused-import
 
 
