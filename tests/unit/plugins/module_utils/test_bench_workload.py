@@ -2,16 +2,22 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Workload files: every format read from a file the test writes, multi-turn items, the
-seed's order (checked against SGLang 0.5.23's own loaders, run here on the same file),
+seed's order (checked against SGLang 0.5.23's and vLLM 0.33.0's own loaders, run here on the
+same file),
 and every bad input's message (file, line or JSON path, field)."""
 
 from __future__ import annotations
 
+import abc
+import ast
+import dataclasses
 import importlib.util
 import json
+import logging
 import random
 import sys
 import types
+import typing
 
 import pytest
 
@@ -20,7 +26,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.b
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.formats import load_file
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.items import WorkloadError
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.sample import choose, load_workload
-from tests.support.real_sources import sources
+from tests.support.real_sources import sources, vllm_sources
 
 
 def _jsonl(path, rows):
@@ -243,3 +249,68 @@ def test_openai_lines_match_sglang_bench_serving(tmp_path, monkeypatch):
     assert [i.messages for i in ours.items] == [row.prompt for row in theirs]
     assert [i.output_len for i in ours.items] == [row.output_len for row in theirs]
     assert [i.extra for i in ours.items] == [row.extra_request_body for row in theirs]
+
+
+def _vllm_dataset_classes(monkeypatch):
+    """vLLM 0.33.0's SampleRequest, BenchmarkDataset, is_valid_sequence, ShareGPTDataset and
+    CustomDataset, their source compiled from vllm/benchmarks/datasets/datasets.py as shipped.
+    The module itself imports vLLM, PIL and pandas; only these definitions are taken, with the
+    names they use: pandas' read_json(lines=True) is stood in for by a reader of JSON lines."""
+    root = vllm_sources()
+    tree = ast.parse((root / "benchmarks" / "datasets" / "datasets.py").read_text())
+    wanted = {"SampleRequest", "BenchmarkDataset", "is_valid_sequence", "ShareGPTDataset", "CustomDataset"}
+    body = [node for node in tree.body if getattr(node, "name", None) in wanted]
+    assert {node.name for node in body} == wanted
+
+    class Frame:
+        def __init__(self, rows):
+            self.rows = rows
+            self.columns = sorted({key for row in rows for key in row})
+
+        def iterrows(self):
+            for n, row in enumerate(self.rows):
+                yield n, types.SimpleNamespace(to_dict=lambda row=row: dict(row))
+
+    def read_json(path_or_buf, lines):
+        assert lines
+        with open(path_or_buf) as f:
+            return Frame([json.loads(line) for line in f if line.strip()])
+
+    namespace = {
+        "ABC": abc.ABC, "abstractmethod": abc.abstractmethod, "dataclass": dataclasses.dataclass,
+        "replace": dataclasses.replace, "Any": typing.Any, "cast": typing.cast, "json": json, "random": random,
+        "logger": logging.getLogger("vllm-datasets"), "MultiModalDataDict": dict, "LoRARequest": object,
+        "TokenizerLike": object, "pd": types.SimpleNamespace(read_json=read_json),
+    }
+    module = types.ModuleType("vllm_datasets_under_test")  # dataclasses look their module up
+    module.__dict__.update(namespace)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    source = compile(ast.Module(body=body, type_ignores=[]), "vllm/benchmarks/datasets/datasets.py", "exec")
+    # The wheel's own code, read above.
+    exec(source, module.__dict__)  # pylint: disable=exec-used
+    return module.__dict__
+
+
+class _CallableWordTokenizer:
+    def __call__(self, text):
+        return types.SimpleNamespace(input_ids=text.split())
+
+
+@pytest.mark.parametrize("fmt", ["sharegpt", "vllm-custom"])
+def test_same_prompts_in_the_same_order_as_vllm_bench_serve(tmp_path, monkeypatch, fmt):
+    classes = _vllm_dataset_classes(monkeypatch)
+    seed, n = 0, 25
+    if fmt == "sharegpt":
+        path = tmp_path / "sg.json"
+        path.write_text(json.dumps(_sharegpt_rows(40)))
+        dataset = classes["ShareGPTDataset"](dataset_path=str(path), random_seed=seed)
+        theirs = dataset.sample(_CallableWordTokenizer(), n, output_len=16)
+    else:
+        path = tmp_path / "custom.jsonl"
+        _jsonl(path, [{"prompt": "custom prompt number %d" % i, "output_tokens": 5 + i} for i in range(40)])
+        dataset = classes["CustomDataset"](dataset_path=str(path), random_seed=seed)
+        theirs = dataset.sample(_CallableWordTokenizer(), n, skip_chat_template=True)
+    ours = load_workload({"source": "file", "path": str(path), "sample": n, "format": fmt}, seed)
+    assert _prompts(ours.items) == [row.prompt for row in theirs]
+    if fmt == "vllm-custom":
+        assert [i.output_len for i in ours.items] == [row.expected_output_len for row in theirs]
