@@ -9,13 +9,23 @@ sim_server is a fixture of test_llm_benchmark.py, imported for the tests here.""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.builtin import BUILTIN
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-from tests.integration.test_llm_benchmark import SIM_DRAFT, params, sim_server  # noqa: F401 pylint: disable=unused-import
+from tests.integration.test_llm_benchmark import (  # noqa: F401 pylint: disable=unused-import
+    PY,
+    REPO,
+    SIM_DRAFT,
+    ansible_module,
+    params,
+    sim_server,
+)
+from tests.support import paths
 
 
 def _events(path):
@@ -118,8 +128,6 @@ def test_completions_api_refuses_a_conversation_item(server):
 
 
 def test_controller_file_travels_to_the_host_through_ansible(server, tmp_path):
-    from tests.integration.test_llm_benchmark import ansible_module
-
     data = tmp_path / "questions.jsonl"
     data.write_text("".join(json.dumps({"question_id": i, "category": "math", "turns": ["q%d" % i, "again"]}) + "\n"
                             for i in range(3)))
@@ -160,3 +168,18 @@ def test_builtin_and_multi_turn_jsonl_against_the_simulated_eagle3_sglang(sim_se
     for item, pair in turns.items():
         # The second turn's prompt holds the first turn's prompt and the model's 24-token answer.
         assert pair[1]["prompt_tokens"] > pair[0]["prompt_tokens"] + 10, (item, pair)
+
+
+def test_missing_controller_file_fails_before_any_request(server, tmp_path):
+    events = tmp_path / "events.jsonl"
+    s = server("--rate", "0", "--events", str(events))
+    missing = tmp_path / "absent.jsonl"
+    args = {"base_url": s.url, "levels": [1], "workload": {"source": "file", "path": str(missing)}}
+    cmd = [os.path.join(paths.VENV_BIN, "ansible"), "localhost", "-m", "gpufleet.serving.llm_benchmark",
+           "-a", json.dumps(args), "-e", "ansible_python_interpreter=%s" % PY]
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="minimal", ANSIBLE_NOCOLOR="1")
+    out = subprocess.run(cmd, cwd=str(REPO), env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode != 0
+    assert ("workload %s: file not found on the controller" % missing) in out.stdout
+    assert "workload.location: host" in out.stdout
+    assert not events.exists() or not _posts(events)
