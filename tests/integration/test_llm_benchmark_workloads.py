@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import run_benchmark
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import benchmark, run_benchmark
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.builtin import BUILTIN
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from tests.integration.test_llm_benchmark import (  # noqa: F401 pylint: disable=unused-import
@@ -183,3 +183,11 @@ def test_missing_controller_file_fails_before_any_request(server, tmp_path):
     assert ("workload %s: file not found on the controller" % missing) in out.stdout
     assert "workload.location: host" in out.stdout
     assert not events.exists() or not _posts(events)
+
+
+def test_check_mode_sends_the_load_but_writes_no_records(server, tmp_path):
+    records = tmp_path / "records.jsonl"
+    s = server("--rate", "0", "--ttft", "0")
+    res = benchmark(params(s.url, api=None, levels=[1], requests_per_level=2, warmup_requests=0,
+                           workload={"source": "builtin", "sample": 2}, request_records=str(records)), check_mode=True)
+    assert res["levels"][0]["completed"] == 2 and not records.exists() and "request_records" not in res
