@@ -192,8 +192,8 @@ options:
       - Path on the target host of a JSONL file that gets one line per request sent (warm-up
         included, flagged) - level, item, category, turn, prompt and output tokens, TTFT, E2E,
         per-chunk ITL summary, error, and SGLang's per-request acceptance when it gives it
-        (C(return_spec_tokens_details) is then sent to an SGLang server). Written after each
-        level, outside its timing.
+        (C(return_spec_tokens_details) is sent to an SGLang server when records are kept or the
+        workload has categories). Written after each level, outside its timing.
     type: path
   temperature:
     description:
@@ -453,6 +453,14 @@ levels:
       description: Where RV(levels[].accept_length) came from, C(metrics) or C(server_info); null when unknown.
       type: str
       sample: metrics
+    categories:
+      description: >-
+        With a O(workload) whose items have categories, the level's counted requests per category:
+        C(requests), C(completed), C(failed), C(output_tokens), C(input_tokens), C(ttft_ms), C(tpot_ms),
+        C(latency_ms) (as the level's), and C(accept_length) (completion tokens / SGLang's per-request
+        C(spec_verify_ct), with C(accept_source) C(request); null when the server gave none). No tok/s per
+        category, since the categories share the server within a level. Null without categories.
+      type: dict
 summary:
   description: The sweep at a glance.
   returned: success

@@ -66,6 +66,10 @@ def test_builtin_workload_sends_every_category_as_chat_with_records(server, tmp_
     assert all(line["ok"] and line["prompt_tokens"] and line["output_tokens"] == 32 for line in lines)
     assert sorted(line["turn"] for line in lines).count(1) == multi
     assert res["request_records"] == str(records)
+    per_category = lv["categories"]
+    assert sorted(per_category) == sorted(BUILTIN)
+    assert sum(c["requests"] for c in per_category.values()) == lv["requests"]
+    assert all(c["accept_length"] is None for c in per_category.values())  # this server sends no spec details
 
 
 def test_second_turn_carries_the_models_first_answer(server, tmp_path):

@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept imp
     detect_flavor,
     read_server_info,
 )
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories import by_category
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.records import RecordWriter, flatten, workload_jobs
@@ -113,8 +114,10 @@ def run_benchmark(params: dict) -> dict:
     meter = AcceptanceMeter(client, flavor)
     writer = RecordWriter(params.get("request_records"))
     # SGLang answers per-request acceptance when asked (srt/entrypoints/openai/protocol.py
-    # return_spec_tokens_details); only asked for when the records are kept.
-    extra = {"return_spec_tokens_details": True} if writer.path and flavor == "sglang" else None
+    # return_spec_tokens_details); asked for only where something uses it: the records, or
+    # the figures per category.
+    wanted = writer.path or (workload and workload.info["categories"])
+    extra = {"return_spec_tokens_details": True} if wanted and flavor == "sglang" else None
 
     out_levels = []
     seed = params.get("seed") or 0
@@ -162,6 +165,7 @@ def run_benchmark(params: dict) -> dict:
         lv["request_rate"] = rate
         lv["accept_length"], lv["accept_source"] = accept, source
         lv.update(server_rate(before, after, lv))
+        lv["categories"] = by_category(records, items, w)
         writer.level(index, lv, records, items, w)
         out_levels.append(lv)
         progress.level_end(index, lv)
