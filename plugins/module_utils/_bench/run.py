@@ -198,7 +198,20 @@ def run_benchmark(params: dict) -> dict:
     }
     if writer.path:
         result["request_records"] = writer.path
+    if not any(lv["completed"] for lv in out_levels):
+        raise GpuFleetError(nothing_completed(out_levels, params.get("max_error_samples", 5)), result=result)
     return result
+
+
+def nothing_completed(levels: list, samples: int) -> str:
+    """The failure message of a sweep in which no request of any level completed."""
+    errors = []
+    for lv in levels:
+        for err in lv["errors"]:
+            if err not in errors and len(errors) < max(samples, 1):
+                errors.append(err)
+    return ("every request of every level failed (%d requests): no figure was measured; first errors: %s"
+            % (sum(lv["requests"] for lv in levels), " | ".join(errors) or "none recorded"))
 
 
 def _length(rng, full, ratio):
