@@ -48,3 +48,16 @@ def test_no_categories_or_no_spec_details():
     assert by_category(records, None, warmup=0) is None
     got = by_category(records, [_item("a"), _item("a")], warmup=0)["a"]
     assert got["accept_length"] is None and got["accept_source"] is None and got["failed"] == 0
+
+
+def test_sglang_extension_chunk_gives_the_requests_spec_details():
+    # The shape of SGLang 0.5.23's extension chunk: no choices, `sglext` at the response level
+    # (srt/entrypoints/openai/serving_chat.py, protocol.py SglExt and SpecTokensDetails).
+    r = Record()
+    r.on_status(200, {}, 0.0)
+    r.on_event(b'{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+               b'"delta":{"content":"hi"},"finish_reason":null}]}', 0.1)
+    r.on_event(b'{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"sglext":'
+               b'{"spec_tokens_details":[{"spec_accept_rate":0.5,"spec_accept_length":2.5,"spec_verify_ct":4}]}}', 0.2)
+    assert r.spec == {"spec_accept_rate": 0.5, "spec_accept_length": 2.5, "spec_verify_ct": 4}
+    assert r.error is None and r.chunk_times == [0.1]
