@@ -42,6 +42,9 @@ def default_requests(level: int) -> int:
 # The servers' own output-token counters (SGLang counts a request when it finishes:
 # srt/observability/metrics_collector.py observe_one_finished_request).
 GENERATION_COUNTERS = ("sglang:generation_tokens", "vllm:generation_tokens")
+# Their finished-request counters (metrics_collector.py num_requests_total; vLLM
+# v1/metrics/loggers.py request_success, summed over finished_reason).
+REQUEST_COUNTERS = ("sglang:num_requests", "vllm:request_success")
 
 
 def _check(params):
@@ -241,10 +244,14 @@ def server_rate(before: dict | None, after: dict | None, lv: dict) -> dict:
     nothing in flight at either), because SGLang counts a request's tokens when it
     finishes: a counter read inside the level misses the tokens of requests in flight.
     server_ratio = tokens the client received in the level / the counter's delta.
+    server_req_s = the finished-request counter's delta over the level span.
     """
-    out = {"server_tok_s": None, "server_ratio": None}
+    out = {"server_tok_s": None, "server_ratio": None, "server_req_s": None}
     if before is None or after is None:
         return out
+    done = [counter(snap, REQUEST_COUNTERS) for snap in (before, after)]
+    if None not in done and lv.get("level_span_s") and done[1] > done[0]:
+        out["server_req_s"] = round((done[1] - done[0]) / lv["level_span_s"], 3)
     a, b = counter(after, GENERATION_COUNTERS), counter(before, GENERATION_COUNTERS)
     span = lv.get("level_span_s")
     if a is None or b is None or not span:
