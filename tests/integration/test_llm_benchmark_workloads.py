@@ -158,6 +158,12 @@ def test_builtin_and_multi_turn_jsonl_against_the_simulated_eagle3_sglang(sim_se
     counted = [line for line in _lines(records) if not line["warmup"]]
     assert len(counted) == lv["requests"] >= 16
     assert all(line["category"] in BUILTIN and line["prompt_tokens"] > 0 for line in counted)
+    # Acceptance per category from the simulator's per-request spec_tokens_details, recomputed
+    # from the records: the category's output tokens over its verify steps.
+    for category, figures in lv["categories"].items():
+        mine = [line for line in counted if line["category"] == category]
+        expected = sum(line["output_tokens"] for line in mine) / float(sum(line["spec_verify_ct"] for line in mine))
+        assert figures["accept_length"] == round(expected, 3) and 1.0 < expected <= 4.0
 
     data = tmp_path / "chat.jsonl"
     data.write_text("".join(json.dumps({"turns": ["Tell me about rivers number %d." % i, "Shorter, please."],
