@@ -20,7 +20,11 @@ description:
     in the socket callback; one core sustains far more tokens per second than the servers
     it measures.
   - Prompts are random and fixed-length, unique per request (no prefix-cache hits), and
-    C(ignore_eos) is sent so every output reaches O(output_len).
+    C(ignore_eos) is sent so every output reaches O(output_len); or natural text from
+    O(workload) - the built-in set of eight categories, or a file in the format of ShareGPT,
+    MT-Bench, sglang.bench_serving or C(vllm bench serve) (docs/benchmark.md cites each
+    loader followed). Speculative acceptance depends on the text, so measure a drafter on a
+    natural-text workload.
   - Output tokens are the server's own C(usage.completion_tokens) (requested with
     C(stream_options.include_usage)), never a re-tokenization. A level's measurement window
     runs from the first counted request sent to the last counted request ended; output tok/s
@@ -63,7 +67,7 @@ attributes:
     support: partial
     details:
       - The load is sent and measured in check mode too (it changes nothing on the server),
-        but O(output) is not written; C(changed) then says whether it would have been.
+        but O(output) and O(request_records) are not written; C(changed) then says whether it would have been.
   diff_mode:
     support: none
 options:
@@ -91,6 +95,8 @@ options:
         level ends with full waves and its wall time is not stretched by a half-empty tail.
       - A value set here is used as given.
       - With O(request_rates), the level in that formula is O(max_concurrency) (1 without it).
+      - With a O(workload) this counts items; a multi-turn item sends one request per turn, so
+        RV(levels[].requests) can be larger.
     type: int
   warmup_requests:
     description:
@@ -115,9 +121,91 @@ options:
     description:
       - Which endpoint to load. V(completions) is C(/v1/completions), V(chat) is
         C(/v1/chat/completions).
+      - When not set, V(completions) for random prompts and V(chat) for a O(workload) (a
+        multi-turn item needs V(chat); V(completions) sends a one-turn item's text as C(prompt)).
     type: str
     choices: [completions, chat]
-    default: completions
+  workload:
+    description:
+      - What the prompts are. Without it, random prompts (O(workload.source=random)).
+    type: dict
+    suboptions:
+      source:
+        description:
+          - V(random) - random prompts of O(input_len) (pure throughput sweeps).
+          - V(builtin) - the collection's own natural-text set, 80 items in eight categories
+            (chat, code, math, reasoning, summarisation, extraction to JSON, translation,
+            creative writing), some multi-turn.
+          - V(file) - a dataset file, O(workload.path).
+        type: str
+        choices: [random, builtin, file]
+        default: random
+      path:
+        description:
+          - The dataset file with O(workload.source=file).
+        type: path
+      location:
+        description:
+          - V(controller) - O(workload.path) is on the controller; the action plugin copies it to a
+            temporary file on the host for the run and removes it afterwards.
+          - V(host) - O(workload.path) is already on the host.
+        type: str
+        choices: [controller, host]
+        default: controller
+      format:
+        description:
+          - The file's format. V(auto) tells them apart by content (a JSON list of
+            C(conversations) is ShareGPT; a JSONL line with C(question_id) and C(turns) is
+            MT-Bench, with C(conversations) sglang-custom, with C(messages) and C(max_tokens) or
+            C(tools) openai, anything else jsonl).
+          - V(sharegpt) - a JSON list of C({conversations - [{from, value}, ...]}); turn 0 is the
+            prompt and turn 1 the reference answer, as both tools read it.
+          - V(jsonl) - one object a line with C(prompt) (text), C(messages) (chat history ending in
+            a user turn) or C(turns) (user turns of one conversation); optional C(category),
+            C(output_len) (or C(output_tokens)).
+          - V(mtbench) - MT-Bench's C(question.jsonl) (C(question_id), C(category), C(turns)).
+          - V(sglang-custom) - sglang.bench_serving's C(--dataset-name custom) JSONL.
+          - V(vllm-custom) - C(vllm bench serve --dataset-name custom) JSONL (C(prompt), C(output_tokens)).
+          - V(openai) - sglang.bench_serving's C(--dataset-name openai) JSONL of chat requests, sent
+            as given; taken in file order.
+        type: str
+        choices: [auto, sharegpt, jsonl, mtbench, sglang-custom, vllm-custom, openai]
+        default: auto
+      categories:
+        description:
+          - Keep only items of these categories (an error when none matches; the message lists
+            the file's categories).
+        type: list
+        elements: str
+      sample:
+        description:
+          - How many items to take, in the seed's order. Default all. Each level's counted
+            requests take items from the start of the sample (wrapping round when a level needs
+            more), its warm-up the items after them.
+        type: int
+      seed:
+        description:
+          - Seed of the sample and its order (default O(seed)); the same seed gives the same
+            items in the same order, and the same order as the tools' C(--seed).
+        type: int
+      output_len_mode:
+        description:
+          - V(fixed) - every request asks for O(output_len) tokens.
+          - V(dataset) - the item's reference length where the dataset gives one (C(output_len) or
+            C(output_tokens) of a JSONL line, C(max_tokens) of an openai line, the first answer of a
+            ShareGPT or sglang-custom conversation estimated as its UTF-8 bytes / 4, since the host has
+            no tokenizer), else O(output_len).
+        type: str
+        choices: [fixed, dataset]
+        default: fixed
+  request_records:
+    description:
+      - Path on the target host of a JSONL file that gets one line per request sent (warm-up
+        included, flagged) - level, item, category, turn, prompt and output tokens, TTFT, E2E,
+        per-chunk ITL summary, error, and SGLang's per-request acceptance when it gives it
+        (C(return_spec_tokens_details) is sent to an SGLang server when records are kept or the
+        workload has categories). Written after each level, outside its timing.
+    type: path
   temperature:
     description:
       - Sampling temperature sent with every request.
@@ -234,6 +322,24 @@ EXAMPLES = r"""
     output_len: 512
     output: /var/tmp/bench/baseline.json
   register: bench_baseline
+
+- name: Benchmark an EAGLE-3 server on the built-in natural-text set, keeping every request
+  gpufleet.serving.llm_benchmark:
+    base_url: http://127.0.0.1:30000
+    workload:
+      source: builtin
+    levels: [1, 16, 64]
+    request_records: /var/tmp/bench/eagle3.requests.jsonl
+
+- name: Benchmark on a ShareGPT file kept on the controller, 500 items, reference output lengths
+  gpufleet.serving.llm_benchmark:
+    base_url: http://127.0.0.1:30000
+    workload:
+      source: file
+      path: datasets/ShareGPT_V3_unfiltered_cleaned_split.json
+      sample: 500
+      output_len_mode: dataset
+    ignore_eos: false
 
 - name: Quick check at three levels over the chat endpoint
   gpufleet.serving.llm_benchmark:
@@ -381,6 +487,14 @@ levels:
       description: Where RV(levels[].accept_length) came from, C(metrics) or C(server_info); null when unknown.
       type: str
       sample: metrics
+    categories:
+      description: >-
+        With a O(workload) whose items have categories, the level's counted requests per category:
+        C(requests), C(completed), C(failed), C(output_tokens), C(input_tokens), C(ttft_ms), C(tpot_ms),
+        C(latency_ms) (as the level's), and C(accept_length) (completion tokens / SGLang's per-request
+        C(spec_verify_ct), with C(accept_source) C(request); null when the server gave none). No tok/s per
+        category, since the categories share the server within a level. Null without categories.
+      type: dict
 summary:
   description: The sweep at a glance.
   returned: success
@@ -412,8 +526,21 @@ server:
   returned: success
   type: dict
   sample: {"base_url": "http://127.0.0.1:30000", "model": "kimi-k2.5-int4", "flavor": "sglang"}
+workload:
+  description: >-
+    The prompts - C(source), and for a natural-text workload C(name) (built-in), C(path), C(format),
+    C(sha256) (of the file), C(seed), C(sample) (items taken), C(available) (candidates after the
+    category filter), C(categories_filter), C(categories) (items per category), C(multi_turn_items)
+    and C(output_len_mode).
+  returned: success
+  type: dict
+  sample: {"source": "builtin", "name": "builtin-v1", "sample": 80, "seed": 0, "categories": {"code": 10}}
+request_records:
+  description: Absolute path of the per-request JSONL file on the host.
+  returned: when O(request_records) is set
+  type: str
 config:
-  description: The workload (api, input_len, output_len, requests_per_level, warmup_requests, temperature).
+  description: The load (api, input_len, output_len, requests_per_level, warmup_requests, temperature).
   returned: success
   type: dict
 started:
@@ -436,6 +563,7 @@ output:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import DEFAULT_LEVELS, benchmark
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.formats import FORMATS
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 
 
@@ -449,7 +577,18 @@ def main():
             warmup_requests=dict(type="int"),
             input_len=dict(type="int", default=512),
             output_len=dict(type="int", default=256),
-            api=dict(type="str", choices=["completions", "chat"], default="completions"),
+            api=dict(type="str", choices=["completions", "chat"]),
+            workload=dict(type="dict", options=dict(
+                source=dict(type="str", choices=["random", "builtin", "file"], default="random"),
+                path=dict(type="path"),
+                location=dict(type="str", choices=["controller", "host"], default="controller"),
+                format=dict(type="str", choices=list(FORMATS), default="auto"),
+                categories=dict(type="list", elements="str"),
+                sample=dict(type="int"),
+                seed=dict(type="int"),
+                output_len_mode=dict(type="str", choices=["fixed", "dataset"], default="fixed"),
+            ), required_if=[("source", "file", ["path"])]),
+            request_records=dict(type="path"),
             temperature=dict(type="float", default=0.0),
             seed=dict(type="int", default=0),
             request_timeout=dict(type="float", default=600),

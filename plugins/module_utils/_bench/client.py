@@ -16,6 +16,7 @@ import asyncio
 import json
 import random
 import time
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench import verdict
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import (
@@ -39,14 +40,7 @@ _WORDS = (
 ).split()
 
 
-def request_body(api: str, model: str, input_len: int, output_len: int, seed: int, temperature: float, ignore_eos: bool = True) -> bytes:
-    """JSON bytes of one streaming request with a prompt unique to `seed`.
-
-    completions: a list of `input_len` random token ids (exact length, no
-    tokenizer needed). chat: `input_len` random common words (about one token
-    each; the server's usage.prompt_tokens is reported as measured).
-    """
-    rng = random.Random(seed)
+def _base(model: str, output_len: int, temperature: float, ignore_eos: bool) -> dict:
     body = {
         "model": model,
         "max_tokens": output_len,
@@ -56,6 +50,22 @@ def request_body(api: str, model: str, input_len: int, output_len: int, seed: in
     }
     if ignore_eos:
         body["ignore_eos"] = True
+    return body
+
+
+def _encode(body: dict) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def request_body(api: str, model: str, input_len: int, output_len: int, seed: int, temperature: float, ignore_eos: bool = True) -> bytes:
+    """JSON bytes of one streaming request with a random prompt unique to `seed`.
+
+    completions: a list of `input_len` random token ids (exact length, no
+    tokenizer needed). chat: `input_len` random common words (about one token
+    each; the server's usage.prompt_tokens is reported as measured).
+    """
+    rng = random.Random(seed)
+    body = _base(model, output_len, temperature, ignore_eos)
     if api == "chat":
         words = " ".join(rng.choice(_WORDS) for unused in range(max(input_len - 1, 1)))
         body["messages"] = [{"role": "user", "content": "%d %s" % (seed, words)}]
@@ -64,15 +74,67 @@ def request_body(api: str, model: str, input_len: int, output_len: int, seed: in
     return json.dumps(body, separators=(",", ":")).encode("utf-8")
 
 
+class Conversation:
+    """The requests of one workload item: the first turn, then each follow-up with the answers so far.
+
+    A one-turn item is one request; an item with follow-ups sends its next user turn
+    after the model answered, with that answer added as the assistant's turn (MT-Bench's
+    multi-turn judging sends the model's own first answer the same way).
+    """
+
+    __slots__ = ("item", "api", "base", "messages")
+
+    def __init__(self, item: Any, api: str, model: str, output_len: int, temperature: float, ignore_eos: bool,
+                 extra: dict | None = None) -> None:
+        self.item = item
+        self.api = api
+        self.base = _base(model, output_len, temperature, ignore_eos)
+        for source in (item.extra, extra):
+            for key, value in (source or {}).items():
+                self.base.setdefault(key, value)
+        self.messages = list(item.messages)
+
+    @property
+    def turns(self) -> int:
+        return self.item.turns
+
+    def first(self) -> bytes:
+        body = dict(self.base)
+        if self.api == "chat":
+            body["messages"] = self.messages
+        else:
+            body["prompt"] = self.item.text
+        return _encode(body)
+
+    def next(self, turn: int, answer: str) -> bytes:
+        """The request of follow-up `turn` (1-based), after the model gave `answer` to the previous one."""
+        self.messages = self.messages + [{"role": "assistant", "content": answer},
+                                         {"role": "user", "content": self.item.followups[turn - 1]}]
+        return _encode(dict(self.base, messages=self.messages))
+
+
+def _spec_details(data: bytes) -> dict | None:
+    """`sglext.spec_tokens_details` of an SGLang extension chunk (the first choice's when a list)."""
+    try:
+        ext = json.loads(data).get("sglext")
+        details = ext.get("spec_tokens_details")
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(details, list):
+        details = details[0] if details else None
+    return details if isinstance(details, dict) else None
+
+
 class Record(Handler):
     """What one request measured. Times are perf_counter seconds."""
 
     __slots__ = (
         "start", "first", "end", "status", "error", "done", "finish_reason",
         "completion_tokens", "prompt_tokens", "chunk_times", "chunk_cum", "_cum", "_err", "max_tokens",
+        "texts", "spec",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, keep_text: bool = False) -> None:
         self.start = None
         self.first = None        # arrival of the first non-empty content chunk
         self.end = None
@@ -87,6 +149,8 @@ class Record(Handler):
         self._cum = None
         self._err = b""
         self.max_tokens = None   # what the request asked for (bounds a believable usage count)
+        self.texts = [] if keep_text else None  # the answer's text, kept only when a later turn needs it
+        self.spec = None         # SGLang's per-request spec_tokens_details, when it sent them
 
     # Handler ---------------------------------------------------------------
     def on_status(self, status: int, headers: dict, now: float) -> None:
@@ -114,11 +178,16 @@ class Record(Handler):
             self._cum = self.completion_tokens = completion
         if prompt is not None:
             self.prompt_tokens = prompt
+        if text is None and b'"sglext"' in data:
+            # SGLang's extension chunk, no choices (srt/entrypoints/openai/serving_chat.py, serving_completions.py)
+            self.spec = _spec_details(data) or self.spec
         if text:
             if self.first is None:
                 self.first = now
             self.chunk_times.append(now)
             self.chunk_cum.append(self._cum if has_usage else None)
+            if self.texts is not None:
+                self.texts.append(text)
         if finish:
             self.finish_reason = finish
 
@@ -138,6 +207,10 @@ class Record(Handler):
     def tokens(self) -> int:
         """Output tokens: the server's usage count, or the content count (verdict.output_tokens)."""
         return verdict.output_tokens(self)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts or ())
 
     @property
     def usage_reported(self) -> bool:
@@ -187,7 +260,8 @@ class Record(Handler):
         return ([float(self.tokens) / n] * n if n else []), "average"
 
 
-async def run_request(state: list, endpoint: Endpoint, request_bytes: bytes, timeout: float, per_request: bool = False) -> Record:
+async def run_request(state: list, endpoint: Endpoint, request_bytes: bytes, timeout: float, per_request: bool = False,
+                      keep_text: bool = False) -> Record:
     """Send one request on the worker's connection (reopened when needed).
 
     state: a one-item list holding the worker's StreamProtocol (or None), so the
@@ -196,7 +270,7 @@ async def run_request(state: list, endpoint: Endpoint, request_bytes: bytes, tim
     before connecting (sglang.bench_serving's cold-connection TTFT); the
     request bytes then carry `Connection: close`.
     """
-    rec = Record()
+    rec = Record(keep_text)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     rec.start = time.perf_counter()

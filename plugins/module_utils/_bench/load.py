@@ -14,9 +14,12 @@ sglang.bench_serving's `get_request` (gaps from a Gamma distribution of shape
 at its arrival time, at most `max_concurrency` in flight when that is set
 (later arrivals wait for a free slot, as in bench_serving's semaphore).
 
-Either way requests are taken in order from one list: the first `warmup` are
-the warm-up, the rest are counted. With connection=per_request every request
-opens its own connection and its clock starts before connecting.
+Either way jobs are taken in order from one list: the first `warmup` are
+the warm-up, the rest are counted. A job is one request's bytes, or a
+Conversation whose turns go one after another on the same worker (each later
+turn carries the model's earlier answers), so its records are a list.
+With connection=per_request every request opens its own connection and its
+clock starts before connecting.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import run_request
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Conversation, run_request
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint, open_connection
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.verdict import requested_max_tokens
 
@@ -48,7 +51,24 @@ async def _connect(endpoint, timeout):
         return None  # the request retries and records the error
 
 
-async def _closed(endpoint, requests, records, level, timeout, per_request):
+async def _job(state, endpoint, path, job, timeout, per_request):
+    """A Record for a request's bytes; a list of Records (one a turn, up to a failed one) for a Conversation."""
+    if not isinstance(job, Conversation):
+        return await run_request(state, endpoint, job, timeout, per_request)
+    out = []
+    body = job.first()
+    for turn in range(job.turns):
+        more = turn + 1 < job.turns
+        rec = await run_request(state, endpoint, endpoint.post_bytes(path, body, close=per_request), timeout,
+                                per_request, keep_text=more)
+        out.append(rec)
+        if not more or not rec.ok:
+            break  # a later turn needs this one's answer
+        body = job.next(turn + 1, rec.text)
+    return out
+
+
+async def _closed(endpoint, path, requests, records, level, timeout, per_request):
     if per_request:
         states = [[None] for unused in range(level)]
     else:
@@ -59,7 +79,7 @@ async def _closed(endpoint, requests, records, level, timeout, per_request):
         while next_index[0] < len(requests):
             i = next_index[0]
             next_index[0] += 1
-            records[i] = await run_request(state, endpoint, requests[i], timeout, per_request)
+            records[i] = await _job(state, endpoint, path, requests[i], timeout, per_request)
 
     try:
         await asyncio.gather(*(worker(s) for s in states))
@@ -69,7 +89,7 @@ async def _closed(endpoint, requests, records, level, timeout, per_request):
                 s[0].abort()
 
 
-async def _open(endpoint, requests, records, timeout, per_request, offsets, max_concurrency):
+async def _open(endpoint, path, requests, records, timeout, per_request, offsets, max_concurrency):
     idle = []
     if not per_request and max_concurrency:
         idle = [p for p in await asyncio.gather(*(_connect(endpoint, timeout)
@@ -88,7 +108,7 @@ async def _open(endpoint, requests, records, timeout, per_request, offsets, max_
             await gate.acquire()
         try:
             state = [idle.pop() if idle and not per_request else None]
-            records[i] = await run_request(state, endpoint, requests[i], timeout, per_request)
+            records[i] = await _job(state, endpoint, path, requests[i], timeout, per_request)
             if state[0] is not None:
                 (idle if state[0].reusable and not per_request else used).append(state[0])
         finally:
@@ -106,18 +126,23 @@ def run_level(endpoint: Endpoint, path: str, bodies: list, level: int | None, ti
               request_rate: float | None = None, burstiness: float = 1.0, max_concurrency: int | None = None, seed: int = 0) -> list:
     """Records for every body, in order (warm-up first); blocks until all are done.
 
+    bodies: JSON bytes of one request each, or Conversations (their record is a list).
     level: the concurrency of a closed-loop level (ignored with a request_rate).
     """
     per_request = connection == "per_request"
-    requests = [endpoint.post_bytes(path, b, close=per_request) for b in bodies]  # built before the clock
+    requests = [b if isinstance(b, Conversation) else endpoint.post_bytes(path, b, close=per_request)
+                for b in bodies]  # built before the clock
     records = [None] * len(requests)
     if request_rate:
         offsets = arrival_offsets(len(requests), request_rate, burstiness, seed)
-        coro = _open(endpoint, requests, records, timeout, per_request, offsets, max_concurrency)
+        coro = _open(endpoint, path, requests, records, timeout, per_request, offsets, max_concurrency)
     else:
-        coro = _closed(endpoint, requests, records, level, timeout, per_request)
+        coro = _closed(endpoint, path, requests, records, level, timeout, per_request)
     asyncio.run(coro)
     for rec, body in zip(records, bodies):
-        if rec is not None:
+        if isinstance(body, Conversation):
+            for turn in rec or ():
+                turn.max_tokens = body.base.get("max_tokens")
+        elif rec is not None:
             rec.max_tokens = requested_max_tokens(body)
     return records

@@ -18,10 +18,13 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept imp
     detect_flavor,
     read_server_info,
 )
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories import by_category
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.records import RecordWriter, flatten, workload_jobs
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import USER_AGENT, Endpoint
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.sample import load_workload
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, ssl_context
@@ -71,6 +74,15 @@ def _check(params):
 def run_benchmark(params: dict) -> dict:
     """The module's result (without `changed`) for the validated parameters."""
     levels = _check(params)
+    # The workload is read before the server is asked anything: a bad file fails at once.
+    workload = load_workload(params.get("workload"), params.get("seed") or 0)
+    api = params.get("api") or ("chat" if workload else "completions")
+    fixed_output = ((params.get("workload") or {}).get("output_len_mode") or "fixed") == "fixed"
+    if workload and api == "completions":
+        for item in workload.items:
+            if item.text is None:
+                raise InvalidInput("api: completions sends one text prompt, but workload item %s is a conversation "
+                                   "(%d turns, %d messages): use api: chat" % (item.ref, item.turns, len(item.messages)))
     started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
     t0 = time.monotonic()
     base_url = params["base_url"]
@@ -103,6 +115,12 @@ def run_benchmark(params: dict) -> dict:
     except ValueError as exc:
         raise InvalidInput(str(exc))
     meter = AcceptanceMeter(client, flavor)
+    writer = RecordWriter(params.get("request_records"))
+    # SGLang answers per-request acceptance when asked (srt/entrypoints/openai/protocol.py
+    # return_spec_tokens_details); asked for only where something uses it: the records, or
+    # the figures per category.
+    wanted = writer.path or (workload and workload.info["categories"])
+    extra = {"return_spec_tokens_details": True} if wanted and flavor == "sglang" else None
 
     out_levels = []
     seed = params.get("seed") or 0
@@ -119,27 +137,39 @@ def run_benchmark(params: dict) -> dict:
         n = params.get("requests_per_level") or default_requests(size)
         default_w = (cap or 0) if rate else level
         w = default_w if params.get("warmup_requests") is None else params["warmup_requests"]
-        bodies = []
-        for unused in range(w + n):
-            bodies.append(request_body(params["api"], model, _length(lengths, params["input_len"], ratio),
-                                       _length(lengths, params["output_len"], ratio), serial,
-                                       params.get("temperature", 0.0), params.get("ignore_eos", True)))
-            serial += 1
+        if workload:
+            # Every level sends the same counted items (the sample from its start); the warm-up
+            # takes the items after them, so it does not prime the counted prompts' cache.
+            items = workload.items_for(n, w)
+            bodies = workload_jobs(items, api, model, params["output_len"], fixed_output,
+                                   params.get("temperature", 0.0), params.get("ignore_eos", True), extra)
+        else:
+            items = None
+            bodies = []
+            for unused in range(w + n):
+                bodies.append(request_body(api, model, _length(lengths, params["input_len"], ratio),
+                                           _length(lengths, params["output_len"], ratio), serial,
+                                           params.get("temperature", 0.0), params.get("ignore_eos", True)))
+                serial += 1
         progress.level_start(index, level, rate, w + n)
         before = meter.snapshot()
-        records = run_level(endpoint, PATHS[params["api"]], bodies, level, params["request_timeout"],
+        records = run_level(endpoint, PATHS[api], bodies, level, params["request_timeout"],
                             connection=params.get("connection") or "keep_alive", request_rate=rate,
                             burstiness=params.get("burstiness") or 1.0, max_concurrency=cap,
                             seed=seed + index)
         after = meter.snapshot_after(before)
         accept, source = meter.measure(before, after)
-        expected = params["output_len"] if ratio == 1.0 and params.get("ignore_eos", True) else None
-        concurrency = level if level else (cap or _peak_in_flight(records))
-        lv = level_metrics(concurrency, records[w:], w, params.get("max_error_samples", 5), expected,
-                           warmup=records[:w], slo=slo)
+        expected = (params["output_len"] if ratio == 1.0 and params.get("ignore_eos", True) and fixed_output
+                    else None)
+        warm_records, counted_records = flatten(records[:w]), flatten(records[w:])
+        concurrency = level if level else (cap or _peak_in_flight(warm_records + counted_records))
+        lv = level_metrics(concurrency, counted_records, w, params.get("max_error_samples", 5), expected,
+                           warmup=warm_records, slo=slo)
         lv["request_rate"] = rate
         lv["accept_length"], lv["accept_source"] = accept, source
         lv.update(server_rate(before, after, lv))
+        lv["categories"] = by_category(records, items, w)
+        writer.level(index, lv, records, items, w)
         out_levels.append(lv)
         progress.level_end(index, lv)
 
@@ -147,8 +177,9 @@ def run_benchmark(params: dict) -> dict:
         "levels": out_levels,
         "summary": summary(out_levels),
         "server": {"base_url": base_url, "model": model, "flavor": flavor},
+        "workload": workload.info if workload else {"source": "random"},
         "config": {
-            "api": params["api"],
+            "api": api,
             "input_len": params["input_len"],
             "output_len": params["output_len"],
             "requests_per_level": params.get("requests_per_level"),
@@ -168,6 +199,8 @@ def run_benchmark(params: dict) -> dict:
         "started": started,
         "elapsed": round(time.monotonic() - t0, 3),
     }
+    if writer.path:
+        result["request_records"] = writer.path
     if not any(lv["completed"] for lv in out_levels):
         raise GpuFleetError(nothing_completed(out_levels, params.get("max_error_samples", 5)), result=result)
     return result
@@ -288,7 +321,9 @@ def write_output(path: str, result: dict) -> str:
 
 
 def benchmark(params: dict, check_mode: bool = False) -> dict:
-    """The llm_benchmark module's result: the sweep, and O(output) written unless in check mode."""
+    """The llm_benchmark module's result: the sweep, and O(output) and O(request_records) written unless in check mode."""
+    if check_mode:
+        params = dict(params, request_records=None)
     result = run_benchmark(params)
     changed = False
     if params.get("output"):

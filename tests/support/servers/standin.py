@@ -278,9 +278,19 @@ async def answer_post(writer, st, req, body, posts_here):
     st.max_posts_per_connection = max(st.max_posts_per_connection, posts_here)
     if a.fail_every and st.posts % a.fail_every == 0:
         return _json_response(writer, st, req, 500, {"error": {"message": "injected failure %d" % st.posts}})
+    chat = path.endswith("chat/completions")
+    if a.context_len:
+        prompt = payload.get("messages") if chat else payload.get("prompt")
+        words = sum(len(str(m.get("content")).split()) for m in prompt) if chat else len(str(prompt).split())
+        if words >= a.context_len:  # SGLang's refusal (srt/managers/tokenizer_manager.py _validate_input_ids)
+            st.event("request", method=req["method"], path=path, status=400, auth=req["auth"], body=payload)
+            return _json_response(writer, st, req, 400, {
+                "object": "error", "type": "BadRequestError", "code": 400,
+                "message": "The input (%d tokens) is longer than the model's context length (%d tokens)."
+                           % (words, a.context_len)})
     st.requests += 1
-    await stream(writer, st, payload, path.endswith("chat/completions"))
-    st.event("request", method=req["method"], path=path, status=200, auth=req["auth"])
+    await stream(writer, st, payload, chat)
+    st.event("request", method=req["method"], path=path, status=200, auth=req["auth"], body=payload)
     return None
 
 
@@ -567,6 +577,8 @@ def parse(argv=None):
     p.add_argument("--random-chunk", type=int, default=0, help="1..M tokens a chunk, at --rate")
     p.add_argument("--chunk-pattern", default="", help='"k:ms,...": k tokens, ms after the previous chunk')
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--context-len", type=int, default=0,
+                   help="refuse (HTTP 400, as SGLang) a prompt of at least this many words; 0 = no limit")
     p.add_argument("--count-on-finish", action="store_true",
                    help="generation_tokens_total grows when a request ends (SGLang), not per chunk")
     # a start-up first
