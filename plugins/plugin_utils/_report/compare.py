@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as md
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import (
     fleet_side,
     level_key,
@@ -115,6 +116,8 @@ def _record(host, raw, notes):
         "variant": name, "engine": engine, "speculative": spec, "outcome": outcome,
         "stage": raw.get("stage"), "reason": raw.get("reason") or "",
         "summary": side_summary(levels) if levels is not None else None,
+        "workload": wl.describe(raw.get("bench")) if levels is not None else None,
+        "_levels": levels,
         # Where the acceptance lengths came from (llm_benchmark: metrics, server_info).
         "accept_sources": sorted({str(lv["accept_source"]) for lv in levels or [] if lv.get("accept_source")}),
         "server": raw.get("server") if isinstance(raw.get("server"), dict) else None,
@@ -179,12 +182,17 @@ def compare(records, title="Engine comparison", reference="sglang", variants=Non
             rec["ratio"] = ratios(rec["figures"], ref_fig)
         if ref is None or ref["summary"] is None:
             notes.append("%s: no %s result, so no ratios" % (host, reference))
+    categories = {}
+    for host, by_variant in hosts.items():
+        named = [(name, by_variant[name].pop("_levels")) for name in variants if name in by_variant]
+        categories[host] = wl.categories(named, reference)
     return {
         "title": title,
         "reference": reference,
         "variants": variants,
         "hosts": hosts,
         "fleet": _fleet(hosts, variants, reference, notes),
+        "categories": categories,
         "failures": failures(hosts, variants),
         "notes": notes,
     }
@@ -225,6 +233,17 @@ def _gpus_free(rec):
     return "%s/%s" % (td.get("gpus_free"), td.get("gpus_selected"))
 
 
+def _workload_lines(report):
+    named = []
+    for host in sorted(report["hosts"]):
+        for name in report["variants"]:
+            rec = report["hosts"][host].get(name)
+            if rec is not None and rec.get("workload") is not None:
+                named.append(("%s %s" % (host, name),
+                              dict(rec["workload"], accept_length=(rec.get("figures") or {}).get("accept_length"))))
+    return ["## Workload", ""] + wl.workload_lines(named) + [""] if named else []
+
+
 def host_lines(report):
     """One line per host and variant, in the order run, for the playbook's closing output."""
     out = []
@@ -241,6 +260,8 @@ def host_lines(report):
                 line = "%s %s: ok, single-stream %s tok/s (%s), peak %s tok/s (%s), accept length %s" % (
                     host, name, md.num(fig["single_stream_tok_s"]), _x(ratio["single_stream"]),
                     md.num(fig["peak_tok_s"]), _x(ratio["peak"]), md.num(fig["accept_length"], 2))
+                if wl.random_acceptance(rec.get("workload"), fig["accept_length"]):
+                    line += "; " + wl.RANDOM_LINE
             line += "; GPUs free after teardown: %s" % _gpus_free(rec)
             out.append(line)
     return out
@@ -287,7 +308,7 @@ def render(report, plot_note=None, plot_name=None):
     lines = ["# %s" % report["title"], "",
              "Variants, in the order run on each host: %s. Reference of the ratios (x ref): %s."
              % (", ".join(report["variants"]), ref), "",
-             "## Summary", "", SUMMARY_HEAD, SUMMARY_SEP]
+             ] + _workload_lines(report) + ["## Summary", "", SUMMARY_HEAD, SUMMARY_SEP]
     for host in sorted(report["hosts"]):
         for name in report["variants"]:
             rec = report["hosts"][host].get(name)
@@ -310,6 +331,8 @@ def render(report, plot_note=None, plot_name=None):
     if any(report["fleet"][n]["summary"] for n in report["variants"]):
         lines += ["## Fleet throughput by concurrency (sum over hosts)", ""] + _level_table(report)
     for host in sorted(report["hosts"]):
+        if (report.get("categories") or {}).get(host):
+            lines += ["", "## %s: by category" % host, ""] + wl.category_table(report["categories"][host])
         lines += ["", "## %s: latency by level" % host, "", md.LATENCY_HEAD, md.LATENCY_SEP]
         for name in report["variants"]:
             rec = report["hosts"][host].get(name)

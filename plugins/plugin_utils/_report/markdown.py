@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import level_key, level_name
 
 DASH = "-"
@@ -105,9 +106,23 @@ def _latency_table(entry, labels):
     return out
 
 
+def _workload_lines(report):
+    """Each host's workload per side; the random-prompt warning where acceptance was measured."""
+    named = []
+    for host in sorted(report["hosts"]):
+        entry = report["hosts"][host]
+        for side in ("baseline", "candidate"):
+            info = (entry.get("workload") or {}).get(side)
+            if info is not None and entry.get(side) is not None:
+                named.append(("%s %s" % (host, report["labels"][side]),
+                              dict(info, accept_length=entry[side]["accept_length"])))
+    return ["## Workload", ""] + wl.workload_lines(named) + [""] if named else []
+
+
 def render(report, plot_note=None, plot_name=None):
     labels = report["labels"]
     lines = ["# %s" % report["title"], ""]
+    lines += _workload_lines(report)
     lines += [
         "## Summary", "",
         "| host | variant | single-stream tok/s | peak tok/s | peak concurrency | "
@@ -127,6 +142,9 @@ def render(report, plot_note=None, plot_name=None):
     for host in sorted(report["hosts"]):
         lines += ["", "## %s" % host, ""]
         lines += _level_table(report["hosts"][host], labels)
+        if report["hosts"][host].get("categories"):
+            lines += ["", "### %s: by category" % host, ""]
+            lines += wl.category_table(report["hosts"][host]["categories"], labels)
         lines += ["", "### %s: latency by level" % host, ""]
         lines += _latency_table(report["hosts"][host], labels)
     lines += ["", "ITL marked ~ is an estimate (the server sent no per-chunk usage). "

@@ -14,12 +14,13 @@ A failed or skipped R (no `levels`) is left out with a note.
 from __future__ import annotations
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 SIDES = ("baseline", "candidate")
 
 
 def normalise(results):
-    """({host: {"baseline": levels|None, "candidate": levels|None}}, notes)."""
+    """({host: {"baseline": levels|None, "candidate": levels|None, "workload": {side: info|None}}}, notes)."""
     notes = []
     if isinstance(results, list):
         pairs = {}
@@ -40,9 +41,10 @@ def normalise(results):
             entry = dict(zip(SIDES, entry))
         if not isinstance(entry, dict):
             raise InvalidInput("results for %s must be a dict with baseline/candidate" % host)
-        out[str(host)] = {}
+        out[str(host)] = {"workload": {}}
         for side in SIDES:
             out[str(host)][side] = _levels(entry.get(side), host, side, notes)
+            out[str(host)]["workload"][side] = wl.describe(entry.get(side))
     return out, notes
 
 
@@ -186,6 +188,9 @@ def merge(results, title="LLM serving benchmark", baseline_label="baseline", can
     for host, sides in hosts_levels.items():
         entry = {side: (side_summary(sides[side]) if sides[side] is not None else None) for side in SIDES}
         entry["ratio"] = ratios(entry["baseline"], entry["candidate"])
+        entry["workload"] = sides["workload"]
+        entry["categories"] = wl.categories(
+            [(side, sides[side]) for side in SIDES], "baseline")
         hosts[host] = entry
     fleet = {side: fleet_side({h: e[side] for h, e in hosts.items()}, notes, side) for side in SIDES}
     fleet["ratio"] = ratios(fleet["baseline"], fleet["candidate"])

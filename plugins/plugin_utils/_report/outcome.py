@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
+
 DASH = "-"
 
 # Stages of swap_to_eagle.yml, in order. A failure in STAGES_UNTOUCHED happened before
@@ -109,7 +111,9 @@ def swap_line(result: Mapping[str, Any]) -> str:
            num(result.get("baseline_peak_tok_s")), num(result.get("eagle_peak_tok_s")),
            num(result.get("accept_length"), 2), num(result.get("release_seconds"), 2),
            DASH if _absent(killed) else killed, num(result.get("eagle_ready_seconds"), 2),
-           "kept running" if _absent(base_ready) else "ready in %s s" % num(base_ready, 2)))
+           "kept running" if _absent(base_ready) else "ready in %s s" % num(base_ready, 2))
+        + ("; " + wl.RANDOM_LINE if wl.random_acceptance(result.get("workload"), result.get("accept_length"))
+           else ""))
 
 
 def _with_line(record: dict) -> dict:
@@ -233,6 +237,7 @@ def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, ser
         "eagle_ready_seconds": _get(server, "ready_seconds"),
         "release_seconds": _get(teardown, "release_seconds"),
         "killed": _get(teardown, "killed"),
+        "workload": wl.describe(_get(runs, "candidate")),
     })
 
 

@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What the reports say about the prompts: the workload's name and the per-category table.
+
+Input: llm_benchmark results (their `workload` key and `levels[].categories`).
+Per category, one level is compared, the same on every side: the lowest closed-loop
+concurrency at which every side has per-category figures (at concurrency 1 a request has the
+server to itself, so its TPOT is the speculative drafter's own speed). Acceptance is pooled
+over all levels: the category's output tokens over its verify steps (tokens / accept_length
+per level), which is what one pass over every level's requests measures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+DASH = "-"
+
+RANDOM_WARNING = ("WARNING: acceptance measured on random prompts: speculative decoding accepts more on real "
+                  "text (and code) than on random tokens, so this accept length and speed-up say little about "
+                  "the drafter on a real workload; run with a natural-text workload (source: builtin or file)")
+# The playbook line's form (the report gives the whole sentence above).
+RANDOM_LINE = "WARNING: accept length measured on random prompts, not real text"
+
+
+def describe(bench):
+    """The `workload` of an llm_benchmark result BENCH; random prompts when it names none
+    (results written before workloads existed were all random); None without a result."""
+    if not isinstance(bench, Mapping) or not isinstance(bench.get("levels"), list):
+        return None
+    info = bench.get("workload")
+    return dict(info) if isinstance(info, Mapping) else {"source": "random"}
+
+
+def is_random(info):
+    return isinstance(info, Mapping) and (info.get("source") or "random") == "random"
+
+
+def random_acceptance(info, accept_length):
+    """Whether an acceptance length ACCEPT_LENGTH was measured on random prompts (INFO)."""
+    return accept_length is not None and is_random(info)
+
+
+def workload_text(info):
+    """One line naming the workload: set or file (format, sha256), sample size, seed."""
+    if not isinstance(info, Mapping):
+        return "unknown (no result)"
+    if is_random(info):
+        return "random prompts (no categories)"
+    if info.get("path"):
+        where = "file %s (%s, sha256 %s)" % (info["path"], info.get("format") or "?", info.get("sha256") or "?")
+    else:
+        where = "built-in set %s" % (info.get("name") or "?")
+    sample = "%s items" % info.get("sample")
+    if info.get("available") is not None and info.get("available") != info.get("sample"):
+        sample = "%s of %s items" % (info.get("sample"), info.get("available"))
+    text = "%s, %s, seed %s" % (where, sample, info.get("seed"))
+    if info.get("categories_filter"):
+        text += ", categories %s" % ", ".join(str(c) for c in info["categories_filter"])
+    if info.get("multi_turn_items"):
+        text += ", %s multi-turn" % info["multi_turn_items"]
+    return text + ", output length %s" % (info.get("output_len_mode") or "fixed")
+
+
+def workload_lines(named):
+    """Markdown lines naming each distinct workload of NAMED ([(label, info)]), and the warning
+    when one measured acceptance on random prompts (NAMED's info carries `accept_length`)."""
+    seen = {}
+    for label, info in named:
+        seen.setdefault(workload_text(info), []).append(label)
+    out = ["- %s: %s" % (", ".join(labels), text) for text, labels in seen.items()]
+    if any(random_acceptance(info, (info or {}).get("accept_length")) for _label, info in named):
+        out.append("- **%s**" % RANDOM_WARNING)
+    return out
+
+
+def _closed_levels(levels):
+    return {lv["concurrency"]: lv for lv in levels or []
+            if isinstance(lv, Mapping) and not lv.get("request_rate") and lv.get("categories")}
+
+
+def common_level(sides):
+    """The concurrency compared per category: the lowest at which every side of SIDES (lists of
+    levels; None entries skipped) has categories; None when there is no such level."""
+    present = [_closed_levels(levels) for levels in sides if levels]
+    present = [p for p in present if p]
+    if not present:
+        return None
+    common = set(present[0])
+    for p in present[1:]:
+        common &= set(p)
+    return min(common) if common else None
+
+
+def pooled_accept(levels, category):
+    """Tokens over verify steps of CATEGORY over every level that has its acceptance."""
+    tokens = steps = 0.0
+    for lv in levels or []:
+        fig = ((lv or {}).get("categories") or {}).get(category) or {}
+        if fig.get("accept_length") and fig.get("output_tokens"):
+            tokens += fig["output_tokens"]
+            steps += fig["output_tokens"] / float(fig["accept_length"])
+    return round(tokens / steps, 3) if steps else None
+
+
+def _p50(fig, key):
+    return ((fig or {}).get(key) or {}).get("p50")
+
+
+def category_figures(levels, concurrency):
+    """{category: figures at CONCURRENCY, with the acceptance pooled over all levels}."""
+    level = _closed_levels(levels).get(concurrency)
+    if level is None:
+        return {}
+    out = {}
+    for category, fig in sorted(level["categories"].items()):
+        out[category] = {
+            "requests": fig.get("requests"), "failed": fig.get("failed"),
+            "ttft_p50_ms": _p50(fig, "ttft_ms"), "tpot_p50_ms": _p50(fig, "tpot_ms"),
+            "e2e_p50_ms": _p50(fig, "latency_ms"),
+            "accept_length": pooled_accept(levels, category),
+        }
+    return out
+
+
+def speedup(fig, ref):
+    """The reference's TPOT p50 over FIG's: above 1, FIG generates each token faster."""
+    a, b = (fig or {}).get("tpot_p50_ms"), (ref or {}).get("tpot_p50_ms")
+    return round(b / a, 3) if a and b else None
+
+
+def categories(named, reference):
+    """The per-category comparison of NAMED ([(label, levels)]) against the label REFERENCE:
+    {"concurrency": C, "variants": {label: {category: figures + speedup}}}; None without categories."""
+    conc = common_level([levels for _label, levels in named])
+    if conc is None:
+        return None
+    figs = {label: category_figures(levels, conc) for label, levels in named if levels}
+    ref = figs.get(reference) or {}
+    for label, by_cat in figs.items():
+        for category, fig in by_cat.items():
+            fig["speedup"] = speedup(fig, ref.get(category)) if label != reference else None
+    return {"concurrency": conc, "reference": reference, "variants": figs}
+
+
+def _num(x, digits=1):
+    return DASH if x is None else "%.*f" % (digits, x)
+
+
+def category_table(table, titles=None):
+    """Markdown lines of a `categories` result: one row per category, for each variant its
+    accept length and TTFT / TPOT p50, and the TPOT speed-up against the reference. TITLES
+    maps a variant's key to the name shown (default: the key)."""
+    if not table:
+        return []
+    labels, ref = list(table["variants"]), table["reference"]
+    titles = titles or {}
+    others = [n for n in labels if n != ref]
+    cats = sorted({c for by in table["variants"].values() for c in by})
+    head = "| category | requests |" + "".join(" %s accept len |" % titles.get(n, n) for n in labels) \
+        + "".join(" %s TTFT / TPOT p50 (ms) |" % titles.get(n, n) for n in labels) \
+        + "".join(" %s speed-up |" % titles.get(n, n) for n in others)
+    sep = "| --- | ---: |" + " ---: |" * (2 * len(labels) + len(others))
+    out = ["Per category at concurrency %d (acceptance: over all levels). Speed-up: %s's TPOT p50 over the "
+           "variant's, in the same category (above 1: faster per token); tok/s is not split by category, "
+           "since the categories share the server within a level." % (table["concurrency"], titles.get(ref, ref)), "", head, sep]
+    for cat in cats:
+        row = {n: table["variants"][n].get(cat) or {} for n in labels}
+        requests = next((row[n].get("requests") for n in [ref] + others if row[n].get("requests") is not None), None)
+        line = "| %s | %s |" % (cat, DASH if requests is None else requests)
+        line += "".join(" %s |" % _num(row[n].get("accept_length"), 2) for n in labels)
+        line += "".join(" %s / %s |" % (_num(row[n].get("ttft_p50_ms")), _num(row[n].get("tpot_p50_ms")))
+                        for n in labels)
+        line += "".join(" %s |" % (DASH if row[n].get("speedup") is None else "%.2fx" % row[n]["speedup"])
+                        for n in others)
+        out.append(line)
+    return out

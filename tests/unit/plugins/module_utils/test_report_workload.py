@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The reports name the workload, compare it per category, and warn about random prompts."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rc
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
+
+FILE = {"source": "file", "name": None, "path": "/data/mt.jsonl", "format": "mtbench", "sha256": "ab12",
+        "seed": 7, "sample": 40, "available": 80, "categories_filter": None,
+        "categories": {"code": 20, "writing": 20}, "multi_turn_items": 40, "output_len_mode": "fixed"}
+
+
+def cat(tokens, ttft, tpot, accept=None, requests=4):
+    return {"requests": requests, "completed": requests, "failed": 0, "output_tokens": tokens,
+            "ttft_ms": {"p50": ttft}, "tpot_ms": {"p50": tpot}, "latency_ms": {"p50": ttft + 100 * tpot},
+            "accept_length": accept}
+
+
+def lv(c, tps, categories=None, accept=None):
+    return {"concurrency": c, "output_tok_s": tps, "ttft_ms": {"p50": 10.0, "p99": 20.0},
+            "accept_length": accept, "completed": 8, "failed": 0, "categories": categories}
+
+
+def bench(*levels, workload=FILE):
+    accepts = [x["accept_length"] for x in levels if x["accept_length"] is not None]
+    out = {"levels": list(levels), "summary": {"accept_length": sum(accepts) / len(accepts) if accepts else None}}
+    if workload is not None:
+        out["workload"] = workload
+    return out
+
+
+BASE = bench(lv(1, 60.0, {"code": cat(100, 30.0, 20.0), "writing": cat(100, 32.0, 20.0)}),
+             lv(16, 600.0, {"code": cat(300, 90.0, 40.0), "writing": cat(300, 95.0, 40.0)}))
+EAGLE = bench(lv(1, 120.0, {"code": cat(100, 28.0, 5.0, 4.0), "writing": cat(100, 30.0, 10.0, 2.0)}, 3.0),
+              lv(16, 900.0, {"code": cat(300, 80.0, 16.0, 3.0), "writing": cat(300, 85.0, 25.0, 2.0)}, 2.5))
+
+
+def test_pooled_acceptance_and_speedup_by_hand():
+    # code: 100 tokens at 4.0 (25 steps) and 300 at 3.0 (100 steps): 400 / 125 = 3.2
+    assert wl.pooled_accept(EAGLE["levels"], "code") == 3.2
+    table = wl.categories([("base", BASE["levels"]), ("eagle", EAGLE["levels"])], "base")
+    assert table["concurrency"] == 1
+    code = table["variants"]["eagle"]["code"]
+    assert code["speedup"] == 4.0  # TPOT p50 20 ms over 5 ms
+    assert table["variants"]["eagle"]["writing"]["speedup"] == 2.0
+    assert table["variants"]["base"]["code"]["speedup"] is None
+    assert table["variants"]["base"]["code"]["accept_length"] is None
+
+
+def test_the_compared_level_is_common_to_every_side():
+    only16 = bench(EAGLE["levels"][1])
+    table = wl.categories([("base", BASE["levels"]), ("eagle", only16["levels"])], "base")
+    assert table["concurrency"] == 16
+    assert table["variants"]["eagle"]["code"]["speedup"] == 2.5  # 40 / 16
+    assert wl.categories([("base", [lv(1, 60.0)]), ("eagle", [lv(1, 90.0)])], "base") is None
+
+
+@pytest.mark.parametrize("info, text", [
+    (FILE, "file /data/mt.jsonl (mtbench, sha256 ab12), 40 of 80 items, seed 7, 40 multi-turn, output length fixed"),
+    ({"source": "builtin", "name": "builtin-v1", "sample": 80, "available": 80, "seed": 0},
+     "built-in set builtin-v1, 80 items, seed 0, output length fixed"),
+    ({"source": "random"}, "random prompts (no categories)"),
+])
+def test_workload_text(info, text):
+    assert wl.workload_text(info) == text
+
+
+def test_swap_report_names_the_workload_and_compares_categories():
+    md = rmd.render(rm.merge({"gpu01": {"baseline": BASE, "candidate": EAGLE}}, "T", "sglang", "eagle3"))
+    assert "- gpu01 sglang, gpu01 eagle3: file /data/mt.jsonl (mtbench, sha256 ab12), 40 of 80 items, seed 7" in md
+    assert "WARNING" not in md
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines() if line.startswith("| code ")]
+    assert rows == [["code", "4", "-", "3.20", "30.0 / 20.0", "28.0 / 5.0", "4.00x"]]
+
+
+def test_random_acceptance_is_warned_about_in_both_reports_and_lines():
+    base, eagle = bench(lv(1, 60.0), workload=None), bench(lv(1, 90.0, accept=2.5), workload=None)
+    md = rmd.render(rm.merge({"gpu01": {"baseline": base, "candidate": eagle}}))
+    assert "**%s**" % wl.RANDOM_WARNING in md
+    assert "by category" not in md
+    report = rc.compare({"gpu01": [{"variant": "sglang", "outcome": "ok", "bench": base},
+                                   {"variant": "sglang+eagle3", "outcome": "ok", "bench": eagle}]})
+    assert "**%s**" % wl.RANDOM_WARNING in rc.render(report)
+    lines = rc.host_lines(report)
+    assert wl.RANDOM_LINE in lines[1] and wl.RANDOM_LINE not in lines[0]
+    record = outcome.swap_record({"baseline": base, "candidate": eagle}, "gpu01")
+    assert record["line"].endswith(wl.RANDOM_LINE)
+    real = outcome.swap_record({"baseline": BASE, "candidate": EAGLE}, "gpu01")
+    assert wl.RANDOM_LINE not in real["line"]
+
+
+def test_compare_report_has_a_category_table_per_host():
+    report = rc.compare({"gpu01": [{"variant": "sglang", "outcome": "ok", "bench": BASE},
+                                   {"variant": "sglang+eagle3", "outcome": "ok", "bench": EAGLE}]})
+    md = rc.render(report)
+    assert "## gpu01: by category" in md
+    assert "| writing | 4 | - | 2.00 | 32.0 / 20.0 | 30.0 / 10.0 | 2.00x |" in md
+    assert report["categories"]["gpu01"]["concurrency"] == 1
