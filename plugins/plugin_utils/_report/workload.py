@@ -168,7 +168,9 @@ def category_table(table, titles=None):
            "since the categories share the server within a level." % (table["concurrency"], titles.get(ref, ref)), "", head, sep]
     for cat in cats:
         row = {n: table["variants"][n].get(cat) or {} for n in labels}
-        requests = next((row[n].get("requests") for n in [ref] + others if row[n].get("requests") is not None), None)
+        # The reference's count; a variant without a result (a failed one) has no row.
+        requests = next((row[n].get("requests") for n in [ref] + others
+                         if n in row and row[n].get("requests") is not None), None)
         line = "| %s | %s |" % (cat, DASH if requests is None else requests)
         line += "".join(" %s |" % _num(row[n].get("accept_length"), 2) for n in labels)
         line += "".join(" %s / %s |" % (_num(row[n].get("ttft_p50_ms")), _num(row[n].get("tpot_p50_ms")))

@@ -104,3 +104,10 @@ def test_compare_report_has_a_category_table_per_host():
     assert "## gpu01: by category" in md
     assert "| writing | 4 | - | 2.00 | 32.0 / 20.0 | 30.0 / 10.0 | 2.00x |" in md
     assert report["categories"]["gpu01"]["concurrency"] == 1
+
+
+def test_a_failed_reference_leaves_the_table_without_it():
+    report = rc.compare({"gpu01": [{"variant": "sglang", "outcome": "failed", "stage": "launch", "reason": "exit 2"},
+                                   {"variant": "sglang+eagle3", "outcome": "ok", "bench": EAGLE}]})
+    md = rc.render(report)
+    assert "| code | 4 | 3.20 | 28.0 / 5.0 |" in md
