@@ -216,6 +216,15 @@ options:
       - Seed of the random prompts; the same seed gives the same prompts.
     type: int
     default: 0
+  repeats:
+    description:
+      - Run each level this many times, one after another, to state the run-to-run spread.
+      - With more than one, RV(levels[].output_tok_s) and RV(levels[].accept_length) are the means
+        over the runs, every other figure of the level is the first run's, and RV(levels[].repeats)
+        gives each run's figures and a 95% confidence interval (Student t) of output tok/s, TTFT p50
+        and acceptance length.
+    type: int
+    default: 1
   request_timeout:
     description:
       - Seconds one request may take, connection included, before it counts as failed.
@@ -487,6 +496,12 @@ levels:
       description: Where RV(levels[].accept_length) came from, C(metrics) or C(server_info); null when unknown.
       type: str
       sample: metrics
+    repeats:
+      description: >-
+        With O(repeats) above 1: C(n), C(runs) (each run's C(output_tok_s), C(ttft_p50_ms), C(accept_length)),
+        and for each of those three figures C(n), C(mean), C(low) and C(high) (the 95% confidence interval,
+        Student t; null bounds from one value). Absent with one run.
+      type: dict
     categories:
       description: >-
         With a O(workload) whose items have categories, the level's counted requests per category:
@@ -591,6 +606,7 @@ def main():
             request_records=dict(type="path"),
             temperature=dict(type="float", default=0.0),
             seed=dict(type="int", default=0),
+            repeats=dict(type="int", default=1),
             request_timeout=dict(type="float", default=600),
             max_error_samples=dict(type="int", default=5),
             api_key=dict(type="str", no_log=True),

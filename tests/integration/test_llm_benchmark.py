@@ -79,6 +79,21 @@ def test_itl_per_token_and_acceptance_of_the_run_only(server, flavor, k, continu
     assert lv["accept_source"] == "metrics"
 
 
+def test_repeats_give_each_run_and_an_interval_around_the_known_rate(server):
+    rate = 200.0
+    s = server("--rate", str(rate), "--ttft", "0.02", "--tokens-per-chunk", "3", "--spec")
+    res = run_benchmark(params(s.url, levels=[2], output_len=24, requests_per_level=4, warmup_requests=1, repeats=3))
+    lv = res["levels"][0]
+    rep = lv["repeats"]
+    assert rep["n"] == 3 and len(rep["runs"]) == 3 and res["config"]["repeats"] == 3
+    tok = rep["output_tok_s"]
+    # The level's figure is the mean of the runs, inside its interval; every run measured 3 tokens a step.
+    assert lv["output_tok_s"] == tok["mean"] == round(sum(r["output_tok_s"] for r in rep["runs"]) / 3, 3)
+    assert tok["low"] <= tok["mean"] <= tok["high"]
+    assert [r["accept_length"] for r in rep["runs"]] == pytest.approx([3.0] * 3)
+    assert lv["ttft_ms"]["p50"] == rep["runs"][0]["ttft_p50_ms"]  # the first run's
+
+
 def test_acceptance_from_server_info_without_metrics(server):
     s = server("--tokens-per-chunk", "2", "--spec", "--no-metrics", "--server-info-accept", "2.25", "--rate", "400")
     lv = run_benchmark(params(s.url, levels=[2], output_len=8))["levels"][0]

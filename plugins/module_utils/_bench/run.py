@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.records import RecordWriter, flatten, workload_jobs
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats import combine
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import USER_AGENT, Endpoint
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.sample import load_workload
@@ -66,6 +67,8 @@ def _check(params):
             raise InvalidInput("%s must be >= 1" % key)
     if params.get("requests_per_level") is not None and params["requests_per_level"] < 1:
         raise InvalidInput("requests_per_level must be >= 1")
+    if params.get("repeats") is not None and params["repeats"] < 1:
+        raise InvalidInput("repeats must be >= 1, got %s" % params["repeats"])
     if params.get("warmup_requests") is not None and params["warmup_requests"] < 0:
         raise InvalidInput("warmup_requests must be >= 0")
     return levels
@@ -131,45 +134,50 @@ def run_benchmark(params: dict) -> dict:
     cap = params.get("max_concurrency")
     slo = (params.get("slo_ttft_ms"), params.get("slo_tpot_ms"), params.get("slo_e2e_ms"))
     progress = LevelProgress(params.get("progress_file"), len(rates or levels))
+    repeats = params.get("repeats") or 1
     plan = [(None, r) for r in rates] if rates else [(lv, None) for lv in levels]
     for index, (level, rate) in enumerate(plan):
         size = level or cap or 1  # what default request counts scale with
         n = params.get("requests_per_level") or default_requests(size)
         default_w = (cap or 0) if rate else level
         w = default_w if params.get("warmup_requests") is None else params["warmup_requests"]
-        if workload:
-            # Every level sends the same counted items (the sample from its start); the warm-up
-            # takes the items after them, so it does not prime the counted prompts' cache.
-            items = workload.items_for(n, w)
-            bodies = workload_jobs(items, api, model, params["output_len"], fixed_output,
-                                   params.get("temperature", 0.0), params.get("ignore_eos", True), extra)
-        else:
-            items = None
-            bodies = []
-            for unused in range(w + n):
-                bodies.append(request_body(api, model, _length(lengths, params["input_len"], ratio),
-                                           _length(lengths, params["output_len"], ratio), serial,
-                                           params.get("temperature", 0.0), params.get("ignore_eos", True)))
-                serial += 1
-        progress.level_start(index, level, rate, w + n)
-        before = meter.snapshot()
-        records = run_level(endpoint, PATHS[api], bodies, level, params["request_timeout"],
-                            connection=params.get("connection") or "keep_alive", request_rate=rate,
-                            burstiness=params.get("burstiness") or 1.0, max_concurrency=cap,
-                            seed=seed + index)
-        after = meter.snapshot_after(before)
-        accept, source = meter.measure(before, after)
-        expected = (params["output_len"] if ratio == 1.0 and params.get("ignore_eos", True) and fixed_output
-                    else None)
-        warm_records, counted_records = flatten(records[:w]), flatten(records[w:])
-        concurrency = level if level else (cap or _peak_in_flight(warm_records + counted_records))
-        lv = level_metrics(concurrency, counted_records, w, params.get("max_error_samples", 5), expected,
-                           warmup=warm_records, slo=slo)
-        lv["request_rate"] = rate
-        lv["accept_length"], lv["accept_source"] = accept, source
-        lv.update(server_rate(before, after, lv))
-        lv["categories"] = by_category(records, items, w)
-        writer.level(index, lv, records, items, w)
+        runs = []
+        for unused_repeat in range(repeats):
+            if workload:
+                # Every level sends the same counted items (the sample from its start); the warm-up
+                # takes the items after them, so it does not prime the counted prompts' cache.
+                items = workload.items_for(n, w)
+                bodies = workload_jobs(items, api, model, params["output_len"], fixed_output,
+                                       params.get("temperature", 0.0), params.get("ignore_eos", True), extra)
+            else:
+                items = None
+                bodies = []
+                for unused in range(w + n):
+                    bodies.append(request_body(api, model, _length(lengths, params["input_len"], ratio),
+                                               _length(lengths, params["output_len"], ratio), serial,
+                                               params.get("temperature", 0.0), params.get("ignore_eos", True)))
+                    serial += 1
+            progress.level_start(index, level, rate, w + n)
+            before = meter.snapshot()
+            records = run_level(endpoint, PATHS[api], bodies, level, params["request_timeout"],
+                                connection=params.get("connection") or "keep_alive", request_rate=rate,
+                                burstiness=params.get("burstiness") or 1.0, max_concurrency=cap,
+                                seed=seed + index)
+            after = meter.snapshot_after(before)
+            accept, source = meter.measure(before, after)
+            expected = (params["output_len"] if ratio == 1.0 and params.get("ignore_eos", True) and fixed_output
+                        else None)
+            warm_records, counted_records = flatten(records[:w]), flatten(records[w:])
+            concurrency = level if level else (cap or _peak_in_flight(warm_records + counted_records))
+            lv = level_metrics(concurrency, counted_records, w, params.get("max_error_samples", 5), expected,
+                               warmup=warm_records, slo=slo)
+            lv["request_rate"] = rate
+            lv["accept_length"], lv["accept_source"] = accept, source
+            lv.update(server_rate(before, after, lv))
+            lv["categories"] = by_category(records, items, w)
+            writer.level(index, lv, records, items, w)
+            runs.append(lv)
+        lv = runs[0] if repeats == 1 else combine(runs)
         out_levels.append(lv)
         progress.level_end(index, lv)
 
@@ -192,6 +200,7 @@ def run_benchmark(params: dict) -> dict:
             "max_concurrency": cap,
             "connection": params.get("connection") or "keep_alive",
             "seed": seed,
+            "repeats": repeats,
             "slo_ttft_ms": slo[0],
             "slo_tpot_ms": slo[1],
             "slo_e2e_ms": slo[2],

@@ -70,6 +70,28 @@ def _level_table(entry, labels, ttft=True):
     return out
 
 
+def _ci(ci):
+    return "%s [%s, %s]" % (_num(ci["mean"]), _num(ci["low"]), _num(ci["high"]))
+
+
+def significance_lines(ratios, labels):
+    """In words, per level measured with repeats on both sides: whether the tok/s ratio is
+    significant, i.e. the two 95% intervals do not overlap."""
+    out = []
+    for r in ratios or []:
+        if r.get("significant") is None:
+            continue
+        b, c = r["baseline_ci"], r["candidate_ci"]
+        verdict = ("significant: the 95%% intervals do not overlap, so %s is %s than %s here"
+                   % (labels["candidate"], "faster" if r["ratio"] > 1 else "slower", labels["baseline"])
+                   if r["significant"] else
+                   "not significant: the 95% intervals overlap, so these runs do not show a difference")
+        out.append("- concurrency %s: %s/%s %s, tok/s %s vs %s (mean [95%% interval] of %d and %d runs): %s."
+                   % (level_name(level_key(r)), labels["candidate"], labels["baseline"], _ratio(r["ratio"]),
+                      _ci(c), _ci(b), c["n"], b["n"], verdict))
+    return out
+
+
 def _q(row, name):
     """'p50 / p99' of one latency figure of a row; ITL estimates are marked with ~."""
     p50, p99 = row.get("%s_p50_ms" % name), row.get("%s_p99_ms" % name)
@@ -142,6 +164,9 @@ def render(report, plot_note=None, plot_name=None):
     for host in sorted(report["hosts"]):
         lines += ["", "## %s" % host, ""]
         lines += _level_table(report["hosts"][host], labels)
+        words = significance_lines(report["hosts"][host].get("ratio"), labels)
+        if words:
+            lines += ["", "Speed-up with repeats:", ""] + words
         if report["hosts"][host].get("categories"):
             lines += ["", "### %s: by category" % host, ""]
             lines += wl.category_table(report["hosts"][host]["categories"], labels)

@@ -13,6 +13,7 @@ A failed or skipped R (no `levels`) is left out with a note.
 
 from __future__ import annotations
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats import significant
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
@@ -95,6 +96,9 @@ def side_summary(levels):
             "accept_length": lv.get("accept_length"),
             "completed": lv.get("completed"),
             "failed": lv.get("failed", 0),
+            # With repeats: the 95% intervals of output tok/s, TTFT p50 and acceptance length.
+            "intervals": {k: v for k, v in (lv.get("repeats") or {}).items()
+                          if k in ("output_tok_s", "ttft_p50_ms", "accept_length")} or None,
         }
         for figure, name in (("ttft_ms", "ttft"), ("tpot_ms", "tpot"), ("itl_ms", "itl"), ("latency_ms", "e2e")):
             for q in ("p50", "p99"):
@@ -169,13 +173,17 @@ def ratios(baseline, candidate):
     """candidate/baseline tok/s per level present on both sides."""
     if baseline is None or candidate is None:
         return []
-    cand = {level_key(r): r["output_tok_s"] for r in candidate["levels"]}
+    rows = {level_key(r): r for r in candidate["levels"]}
+    cand = {k: r["output_tok_s"] for k, r in rows.items()}
     out = []
     for r in baseline["levels"]:
         c, b = level_key(r), r["output_tok_s"]
         if c in cand and cand[c] is not None and b:
+            ci_b = (r.get("intervals") or {}).get("output_tok_s")
+            ci_c = (rows[c].get("intervals") or {}).get("output_tok_s")
             out.append({"concurrency": c[1], "request_rate": c[0] or None, "baseline_tok_s": b,
-                        "candidate_tok_s": cand[c], "ratio": round(cand[c] / b, 3)})
+                        "candidate_tok_s": cand[c], "ratio": round(cand[c] / b, 3),
+                        "baseline_ci": ci_b, "candidate_ci": ci_c, "significant": significant(ci_b, ci_c)})
     return out
 
 

@@ -61,7 +61,7 @@ def test_progress_lines(tmp_path):
 
 @pytest.mark.parametrize("bad", [
     {"request_rates": [0]}, {"burstiness": -1.0}, {"burstiness": 0.0}, {"max_concurrency": 0}, {"range_ratio": 0.0},
-    {"range_ratio": 1.5},
+    {"range_ratio": 1.5}, {"repeats": 0},
 ])
 def test_bad_options_are_refused(bad):
     params = {"levels": [1], "input_len": 1, "output_len": 1}

@@ -11,6 +11,7 @@ import pathlib
 
 import pytest
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats import combine
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd
@@ -125,3 +126,23 @@ def test_plot_series_by_concurrency_or_by_rate():
     assert rp._by_rate(opened)
     assert rp._series(opened["hosts"]["h"]["baseline"], by_rate=True) == ([1.0, 2.0], [60.0, 90.0])
     assert rp.render_png(opened)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def repeated(c, runs, accept=None):
+    return combine([lv(c, tps, 100.0, 120.0, accept) for tps in runs])
+
+
+@pytest.mark.parametrize("candidate_runs, words", [
+    ((95.0, 96.0, 97.0), "significant: the 95% intervals do not overlap, so eagle3 is faster than sglang here"),
+    ((60.0, 70.0, 80.0), "not significant: the 95% intervals overlap"),
+])
+def test_a_speedup_is_significant_only_when_the_intervals_say_so(candidate_runs, words):
+    # baseline 63, 64, 65: mean 64, s 1, t(0.975, 2) 4.303: 64 +- 2.484 = [61.5, 66.5]
+    results = {"gpu01": {"baseline": {"levels": [repeated(1, (63.0, 64.0, 65.0))]},
+                         "candidate": {"levels": [repeated(1, candidate_runs, 3.0)]}}}
+    report = rm.merge(results, "T", "sglang", "eagle3")
+    md = rmd.render(report)
+    line = next(x for x in md.splitlines() if x.startswith("- concurrency 1: eagle3/sglang"))
+    assert "vs 64.0 [61.5, 66.5] (mean [95% interval] of 3 and 3 runs)" in line
+    assert words in line
+    assert report["hosts"]["gpu01"]["ratio"][0]["significant"] is (candidate_runs[0] > 90)
