@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Write the facts that docs must show, from the one place each is defined.
 
-  - engine kill patterns: plugins/module_utils/_gpu/patterns.py ENGINE_PATTERNS
+  - engine kill patterns: each engine's file in plugins/module_utils/_engines/ (Engine.kill_patterns),
+    as plugins/module_utils/_gpu/patterns.py ENGINE_PATTERNS gathers them
   - protected GPU daemons: plugins/module_utils/_gpu/protect.py DAEMONS
   - role variables: roles/*/meta/argument_specs.yml
 
@@ -46,7 +47,15 @@ def _constant(relpath, name):
 
 
 def engine_patterns():
-    return _constant("plugins/module_utils/_gpu/patterns.py", "ENGINE_PATTERNS")
+    """{engine: kill patterns}, imported as the modules import it (the registry is code, not a literal)."""
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    from tests.support import syspath  # pylint: disable=import-outside-toplevel
+    syspath.install()
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import (  # pylint: disable=import-outside-toplevel
+        patterns,
+    )
+    return patterns.ENGINE_PATTERNS
 
 
 def daemons():

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client imp
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import USER_AGENT, Endpoint
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, ssl_context
@@ -36,9 +37,8 @@ def default_requests(level: int) -> int:
     return -(-n // level) * level
 
 
-# The servers' own output-token counters (SGLang counts a request when it finishes:
-# srt/observability/metrics_collector.py observe_one_finished_request).
-GENERATION_COUNTERS = ("sglang:generation_tokens", "vllm:generation_tokens")
+# The servers' own output-token counters (Engine.generated_tokens), the first present counts.
+GENERATION_COUNTERS = tuple(engine.generated_tokens for engine in _registry.engines())
 
 
 def _check(params):

@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.log import LogFollower, LogState, diagnose
@@ -115,13 +116,15 @@ class Waiter:
         return ok
 
     def model_info(self) -> dict | None:
-        """SGLang: /model_info (old: /get_model_info); vLLM (or neither): /v1/models."""
+        """The engine's own model-info paths (Engine.model_info_paths; every engine's while the
+        engine is not known, and the one that answers names it), else /v1/models."""
         timeout = max(self.p.get("request_timeout", 1.0), 5.0)
-        if self.log.flavor != "vllm":
-            for path in ("/model_info", "/get_model_info"):
+        known = _registry.find(self.log.flavor)
+        for engine in (known,) if known else _registry.engines():
+            for path in engine.model_info_paths:
                 answer = self.client.get(path, timeout)
                 if answer.status == 200 and answer.json() is not None:
-                    self.log.flavor = self.log.flavor or "sglang"
+                    self.log.flavor = self.log.flavor or engine.name
                     return answer.json()
         answer = self.client.get("/v1/models", timeout)
         return answer.json() if answer.status == 200 else None

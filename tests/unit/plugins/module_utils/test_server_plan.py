@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as pl
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as sup
 
@@ -114,7 +116,7 @@ def test_plan_nothing_running_relaunches_and_reads_the_version(tmp_path):
     assert (out["decision"], out["running"], out["sglang_version"], out["version_error"]) == (
         "relaunch", False, "0.5.23", None)
     assert out["entry_point_exists"] is False  # /opt/sglang/bin/sglang is not here
-    assert calls == [["/opt/sglang/bin/python3", "-c", pl.VERSION_PROBE]]
+    assert calls == [["/opt/sglang/bin/python3", "-c", registry.get("sglang").version_probe()]]
 
 
 def test_plan_unreadable_version_keeps_the_last_stderr_line(tmp_path):
@@ -130,9 +132,11 @@ def test_plan_missing_interpreter_is_unknown(tmp_path):
     assert out["sglang_version"] == "unknown" and "No such file" in out["version_error"]
 
 
-def test_version_probe_reads_metadata_without_importing_sglang():
-    proc = subprocess.run([sys.executable, "-c", pl.VERSION_PROBE.replace('"sglang"', '"pytest"')],
-                          capture_output=True, text=True, check=True)
+@pytest.mark.parametrize("package, module", [("pytest", "pytest"), ("no-such-distribution", "pytest")])
+def test_version_probe_reads_metadata_else_the_module(package, module):
+    """The probe reads the distribution's metadata; without it, MODULE.__version__."""
+    probe = dataclasses.replace(registry.get("sglang"), package=package, module=module).version_probe()
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == pytest.__version__
 
 
