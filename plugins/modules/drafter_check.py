@@ -78,6 +78,7 @@ drafter:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.drafter import check_drafter
 
@@ -87,7 +88,7 @@ def main():
         argument_spec=dict(
             draft_model_path=dict(type="path", required=True),
             target_model_path=dict(type="path", required=True),
-            engine=dict(type="str", default="sglang", choices=["sglang", "vllm"]),
+            engine=dict(type="str", default=registry.DEFAULT, choices=registry.names()),
             num_steps=dict(type="int"),
             eagle_topk=dict(type="int"),
             num_draft_tokens=dict(type="int", no_log=False),
