@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The llm_benchmark sweep: find the model and flavor, run each level, summarise."""
+"""The llm_benchmark sweep: find the model and engine, run each level, summarise."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def run_benchmark(params: dict) -> dict:
                                 % (client.base_url, answer.status))
         model = cards[0]["id"]
 
-    flavor = params.get("flavor") or "auto"
+    flavor = params.get("engine") or "auto"
     if flavor == "auto":
         metrics = client.get("/metrics")
         flavor = detect_flavor(models, metrics.text if metrics.status == 200 else "", read_server_info(client))
@@ -143,7 +143,7 @@ def run_benchmark(params: dict) -> dict:
     return {
         "levels": out_levels,
         "summary": summary(out_levels),
-        "server": {"base_url": base_url, "model": model, "flavor": flavor},
+        "server": {"base_url": base_url, "model": model, "engine": flavor, "flavor": flavor},  # flavor: deprecated
         "config": {
             "api": params["api"],
             "input_len": params["input_len"],

@@ -64,8 +64,8 @@ class Waiter:
         self.client = client or HttpClient(params["url"], params.get("api_key"), params.get("validate_certs", True))
         self.watch = watch or make_watch(params.get("pid"), params.get("pidfile"), params.get("systemd_unit"),
                                          params.get("systemctl") or "systemctl")
-        flavor = params.get("flavor") or "auto"
-        self.log = LogState(None if flavor == "auto" else flavor, params.get("log_tail_lines", 30))
+        engine = params.get("engine") or "auto"
+        self.log = LogState(None if engine == "auto" else engine, params.get("log_tail_lines", 30))
         self.follower = LogFollower(params["log_path"]) if params.get("log_path") else None
         self.progress = WaitProgress(params.get("progress_file"), secrets=[params.get("api_key")])
         self.start = None
@@ -141,7 +141,8 @@ class Waiter:
             "elapsed": round(self.elapsed(), 3),
             "phase": self.log.phase,
             "phases": list(self.log.phases),
-            "flavor": self.log.flavor,
+            "engine": self.log.flavor,
+            "flavor": self.log.flavor,  # deprecated: engine
             "process": self.proc.as_dict() if self.proc else None,
             "generate": self.generate,
         }
