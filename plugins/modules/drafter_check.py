@@ -39,7 +39,11 @@ options:
         two draft classes) or V(vllm) (vLLM 0.33.0 with C(--speculative-config) method C(eagle3), which renames an
         architecture C(X) to C(Eagle3X) unless it starts or ends with C(Eagle3), then looks it up in its registry).
     type: str
-    choices: [sglang, vllm]
+    # BEGIN GENERATED engine-names (scripts/gen_docs.py)
+    choices:
+      - sglang
+      - vllm
+    # END GENERATED engine-names
     default: sglang
   num_steps:
     description: C(--speculative-num-steps).

@@ -148,7 +148,12 @@ options:
       - The alias O(flavor) is deprecated and will be removed in 2.0.0.
     type: str
     aliases: [flavor]
-    choices: [auto, sglang, vllm]
+    # BEGIN GENERATED engine-names-auto (scripts/gen_docs.py)
+    choices:
+      - auto
+      - sglang
+      - vllm
+    # END GENERATED engine-names-auto
     default: auto
   request_rates:
     description:

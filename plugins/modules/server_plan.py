@@ -43,7 +43,11 @@ options:
         and O(extra_args); the SGLang-only options are ignored and no log redactor runs (vLLM masks the key in
         the arguments it logs).
     type: str
-    choices: [sglang, vllm]
+    # BEGIN GENERATED engine-names (scripts/gen_docs.py)
+    choices:
+      - sglang
+      - vllm
+    # END GENERATED engine-names
     default: sglang
   state:
     description: What the role is asked to do. V(restarted) always relaunches.

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """One fact, one place: the lists docs show are generated, and fail here when stale.
 
-Engine kill patterns (_gpu/patterns.py ENGINE_PATTERNS), protected GPU daemons
+Engine names and kill patterns (the registry, _engines/), protected GPU daemons
 (_gpu/protect.py DAEMONS) and role variables (roles/*/meta/argument_specs.yml)
 are written once; scripts/gen_docs.py copies them between markers.
 """
@@ -60,6 +60,10 @@ def test_every_generated_block_is_in_place():
     expected = {
         "plugins/doc_fragments/gpu.py": ["gpu-daemons"],
         "plugins/modules/gpu_release.py": ["engine-patterns", "engine-choices"],
+        "plugins/modules/server_plan.py": ["engine-names"],
+        "plugins/modules/drafter_check.py": ["engine-names"],
+        "plugins/modules/server_wait.py": ["engine-names-auto"],
+        "plugins/modules/llm_benchmark.py": ["engine-names-auto"],
         "plugins/lookup/engine_patterns.py": ["engine-patterns"],
         "roles/sglang_server/meta/argument_specs.yml": ["sglang-kill-set"],
         "docs/gpu_release.md": ["gpu-daemons", "engine-patterns"],
