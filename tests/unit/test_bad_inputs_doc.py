@@ -112,6 +112,9 @@ def code_messages():
     return out
 
 
+HEADERS = ("input", "module, input", "role input", "input or situation")
+
+
 def _cells(line):
     return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
 
@@ -124,8 +127,7 @@ def quoted_messages():
             section = SECTIONS.match(line)
             continue
         cells = _cells(line) if section and line.startswith("|") else []
-        if len(cells) < 3 or set(cells[1]) <= {"-", " "} or cells[0] in ("input", "module, input", "role input",
-                                                                            "input or situation"):
+        if len(cells) < 3 or set(cells[1]) <= {"-", " "} or cells[0] in HEADERS:
             continue
         for span in re.findall(r"``(.+?)``|`([^`]+)`", cells[1]):
             text = (span[0] or span[1]).replace("\\|", "|")
