@@ -33,7 +33,7 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MARKER = re.compile(r"^(?P<indent>\s*)(?P<open>#|<!--) BEGIN GENERATED (?P<name>[\w-]+)\b.*$")
-ROLES = ("sglang_server", "eagle_drafter", "vllm_server", "sim_fleet")
+ROLES = ("sglang_server", "eagle_drafter", "vllm_server", "sim_fleet", "host_setup")
 
 
 def _constant(relpath, name):

@@ -24,6 +24,8 @@ stage() {
 stage changelog antsibull-changelog lint
 stage ruff ruff check plugins tests bench scripts sim
 stage galaxy-build bash tests/tools/galaxy_build_install.sh
+stage galaxy-importer bash tests/tools/galaxy_importer.sh  # Galaxy's own import checks: no warning, no error
+stage docs bash tests/tools/docs_check.sh  # antsibull-docs lint-collection-docs and the docsite build
 stage ansible-lint ansible-lint --profile production --offline
 stage sanity bash tests/tools/sanity.sh
 if compgen -G "molecule/*/molecule.yml" >/dev/null; then

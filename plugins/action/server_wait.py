@@ -9,7 +9,9 @@ always did. With it, the module runs for at most that many seconds at a time, an
 two runs the controller prints one line (host, URL, seconds since the wait began, start-up
 phase), so a 20-minute model load is not silent. One task, one result: the last run's,
 with `elapsed` and `phases` counted from the start of the whole wait, and at the timeout a
-message that names the phase and the last log lines.
+message that names the phase and the last log lines. Each slice after the first is told
+which process the first one watched (PID and start time), so a PID reused in between counts
+as the server gone, as it does in one long wait.
 """
 
 from __future__ import annotations
@@ -36,6 +38,17 @@ def merge_phases(known, new, offset):
         out.append(moved)
         names.add(phase.get("name"))
     return out
+
+
+def carry_identity(args, res):
+    """The next slice checks the process this one saw (PID and start time), as one long wait does.
+
+    Without it each slice would take whatever process holds the PID when it starts as the
+    server, and a PID reused between two slices would go unnoticed until the timeout.
+    """
+    proc = res.get("process") or {}
+    if proc.get("alive") and proc.get("pid") and proc.get("start_time") is not None:
+        args["process_identity"] = {"pid": proc["pid"], "start_time": proc["start_time"]}
 
 
 def timeout_message(result, spent, timeout, log_path):
@@ -88,6 +101,7 @@ class ActionModule(ActionBase):
             # At least a second per slice, like the role's former loop (a probe needs time).
             args["timeout"] = min(interval, max(timeout - spent, 1.0))
             res = self._execute_module(module_args=args, task_vars=task_vars)
+            carry_identity(args, res)
             phases = merge_phases(phases, res.get("phases"), spent)
             res["phases"] = phases
             spent = time.monotonic() - started

@@ -30,12 +30,29 @@ attributes:
       - This action does not modify state.
 """
 
+    # module_defaults passes a group's defaults to each member, so every member takes the options
+    # its fragment names (tests/unit/test_action_groups.py checks them against the modules).
+    # Literal strings: ansible-test's yamllint reads doc fragments from the source.
     ACTIONGROUP_GPU = r"""
 options: {}
 attributes:
   action_group:
-    description: Use C(group/gpufleet.serving.gpu) in C(module_defaults) to set defaults for this module.
+    description:
+      - Use C(group/gpufleet.serving.gpu) in C(module_defaults) to set defaults for this module.
+      - The group's modules share O(gpus), O(devices), O(nvml_timeout), O(v1_reserve_mib) and O(protect).
     support: full
     membership:
       - gpufleet.serving.gpu
+"""
+
+    ACTIONGROUP_ENDPOINT = r"""
+options: {}
+attributes:
+  action_group:
+    description:
+      - Use C(group/gpufleet.serving.endpoint) in C(module_defaults) to set defaults for this module.
+      - The group's modules share the server's O(base_url), O(api_key), O(validate_certs) and O(model).
+    support: full
+    membership:
+      - gpufleet.serving.endpoint
 """

@@ -77,15 +77,15 @@ gpus:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.info import gpu_facts
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(COMMON_ARGS), supports_check_mode=True)
-    require_psutil(module)
+    require_libraries(module, "psutil", "nvidia-ml-py")
     run_module(module, gpu_facts, module.params)
 
 

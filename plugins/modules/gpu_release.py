@@ -239,6 +239,17 @@ protected_holders:
   elements: dict
   sample:
     - {pid: 812, user: nvidia-persistenced, cmdline: "/usr/bin/nvidia-persistenced", state: sleeping, protected: gpu daemon}
+spared_ansible:
+  description:
+    - Processes of the Ansible run itself whose command line a pattern matched (the C(ansible) command that
+      passes the patterns, its forked workers, C(ansible-runner), the module's own ancestors), never signalled,
+      with the reason (C(ansible), C(ancestor) or C(copy of an ancestor)).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {pid: 4410, user: root, cmdline: "/usr/bin/python3 /usr/bin/ansible gpu_hosts -m gpufleet.serving.gpu_release -a patterns=sglang::",
+       state: sleeping, protected: ancestor}
 gpus:
   description: Every selected GPU.
   returned: always
@@ -302,11 +313,11 @@ elapsed:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_choices
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 
 
 def main():
@@ -324,7 +335,7 @@ def main():
         respawn_settle=dict(type="float", default=0.5),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    require_psutil(module)
+    require_libraries(module, "psutil", *(["nvidia-ml-py"] if module.params["verify"] else []))
     run_module(module, release_gpus, module.params, check_mode=module.check_mode)
 
 

@@ -24,11 +24,18 @@ description:
   - Output tokens are the server's own C(usage.completion_tokens) (requested with
     C(stream_options.include_usage)), never a re-tokenization. A level's measurement window
     runs from the first counted request sent to the last counted request ended; output tok/s
-    is every token that arrived inside it, whichever request carried it (the warm-up's tail
-    included), over the window, so variable-length outputs (speculative decoding, EOS) do not
-    bias it. With C(/metrics) on, the server's own counter gives RV(levels[].server_tok_s) and
+    is every token of a completed request that arrived inside it, whichever request carried it
+    (the warm-up's tail included), over the window, so variable-length outputs (speculative
+    decoding, EOS) do not bias it. With C(/metrics) on, the server's own counter gives RV(levels[].server_tok_s) and
     RV(levels[].server_ratio) over the whole level. docs/benchmark.md defines every figure
     next to sglang.bench_serving's and C(vllm bench serve)'s.
+  - A request fails on an HTTP error, an error or malformed stream event, a cut stream, a
+    timeout or no content; it fails alone, never the run. Failed requests' tokens are never in
+    tok/s, TPOT or ITL (RV(levels[].failed_output_tokens) reports them). A usage count that
+    the stream cannot explain (negative, decreasing, fewer than the content chunks, more than
+    O(output_len)) is not believed; the content count is used and the request is counted in
+    RV(levels[].usage_suspect). When no request of any level completed the task fails, with
+    the first errors and the partial result. docs/bad-inputs.md lists every fault.
   - TTFT is the arrival of the first non-empty content chunk (reasoning text counts).
     TPOT is (latency - TTFT) / (tokens - 1). ITL is per token, pooled over the level's
     requests; a chunk carrying k tokens after a gap g gives k entries of g/k. Tokens per
@@ -48,6 +55,7 @@ author:
   - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
+  - gpufleet.serving.attributes.ACTIONGROUP_ENDPOINT
 attributes:
   check_mode:
     support: partial
@@ -63,6 +71,7 @@ options:
         accepted and ignored.
     type: str
     required: true
+    aliases: [url]
   model:
     description:
       - Model name sent in requests. Defaults to the first model of C(/v1/models).
@@ -277,7 +286,7 @@ levels:
       type: float
       sample: 27.6
     output_tokens:
-      description: Tokens that arrived inside the window, from any request of the level.
+      description: Tokens of completed requests that arrived inside the window (warm-up included).
       type: int
       sample: 65280
     input_tokens:
@@ -285,7 +294,7 @@ levels:
       type: int
       sample: 130560
     output_tok_s:
-      description: RV(levels[].output_tokens) / RV(levels[].duration_s).
+      description: RV(levels[].output_tokens) / RV(levels[].duration_s); null when no request of the level completed.
       type: float
       sample: 2370.4
     requests_per_s:
@@ -293,8 +302,18 @@ levels:
       type: float
       sample: 9.3
     counted_output_tokens:
-      description: Sum of C(usage.completion_tokens) of the completed counted requests.
+      description: Sum of C(usage.completion_tokens) of the completed counted requests (the content count where it is suspect).
       type: int
+    failed_output_tokens:
+      description: Tokens the failed counted requests received before they failed; never part of a rate.
+      type: int
+      sample: 0
+    usage_suspect:
+      description: >-
+        Counted requests whose C(usage.completion_tokens) the stream cannot explain (negative, decreasing,
+        fewer than the content chunks, more than C(max_tokens)); their content count was used.
+      type: int
+      sample: 0
     request_rate:
       description: The level's request rate (open loop); null for a closed-loop level.
       type: float
@@ -418,7 +437,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import ru
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            base_url=dict(type="str", required=True),
+            base_url=dict(type="str", required=True, aliases=["url"]),
             model=dict(type="str"),
             levels=dict(type="list", elements="int", default=DEFAULT_LEVELS),
             requests_per_level=dict(type="int"),

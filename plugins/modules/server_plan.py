@@ -375,9 +375,9 @@ version_error:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
 
 
@@ -426,7 +426,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    require_psutil(module)
+    require_libraries(module, "psutil")
     p = dict(module.params)
     if not p["supervisor"] and not p["service_mgr"]:
         p["service_mgr"] = _service_mgr(module)

@@ -70,6 +70,14 @@ options:
     description: Seconds to wait after SIGTERM before SIGKILL.
     type: float
     default: 30
+  lock_timeout:
+    description:
+      - A start or a stop holds a lock beside the state file (C(STATE_FILE.lock), C(flock)), so two runs
+        against one server (two plays started together, a host listed twice) take turns and a later stop
+        finds the server stopped. Seconds to wait for the lock before failing with the holder's PID.
+    type: float
+    default: 120
+    version_added: 0.1.0
 """
 
 EXAMPLES = r"""
@@ -110,12 +118,17 @@ stop:
   description: "How the stop went: C(was_running), C(graceful) (exited after SIGTERM), C(stop_seconds)."
   returned: with O(state=stopped)
   type: dict
+msg:
+  description: Says the server was already stopped when a stop found no running server recorded.
+  returned: with O(state=stopped) when nothing was running
+  type: str
+  sample: "already stopped: no running server is recorded in /var/lib/gpufleet-serving/sglang-30000.json"
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import require_psutil
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
 
 
@@ -131,12 +144,13 @@ def main():
             listen_host=dict(type="str"),
             listen_port=dict(type="int"),
             stop_timeout=dict(type="float", default=30.0),
+            lock_timeout=dict(type="float", default=120.0),
         ),
         required_if=[("state", "started", ("argv", "log_path"))],
         required_together=[("listen_host", "listen_port")],
         supports_check_mode=True,
     )
-    require_psutil(module)
+    require_libraries(module, "psutil")
     run_module(module, _supervisor.supervise, module.params, check_mode=module.check_mode)
 
 

@@ -25,6 +25,7 @@ author:
   - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
+  - gpufleet.serving.attributes.ACTIONGROUP_ENDPOINT
 attributes:
   check_mode:
     support: full
@@ -34,15 +35,17 @@ attributes:
   diff_mode:
     support: none
 options:
-  url:
+  base_url:
     description:
-      - Base URL of the server, for example V(http://127.0.0.1:30000).
+      - Base URL of the server, for example V(http://127.0.0.1:30000); the same option as
+        P(gpufleet.serving.llm_benchmark#module)'s, so that one C(module_defaults) entry for the
+        C(group/gpufleet.serving.endpoint) action group serves both.
     type: str
     required: true
-    aliases: [base_url]
+    aliases: [url]
   health_path:
     description:
-      - Path of the health endpoint, appended to O(url). Ready means HTTP 200 there.
+      - Path of the health endpoint, appended to O(base_url). Ready means HTTP 200 there.
       - SGLang's C(/health) answers 503 until its warm-up generation has run, then 200.
     type: str
     default: /health
@@ -62,7 +65,7 @@ options:
     type: str
   validate_certs:
     description:
-      - Verify the TLS certificate of an C(https) O(url).
+      - Verify the TLS certificate of an C(https) O(base_url).
     type: bool
     default: true
   engine:
@@ -130,6 +133,23 @@ options:
       - Unset, the wait is one module run, silent until it ends. Ignored in check mode and with C(async).
     type: float
     version_added: 0.1.0
+  process_identity:
+    description:
+      - The process the PID must still be, as an earlier watch of the same wait saw it. A process under
+        that PID with another start time counts as the server gone (the PID was reused).
+      - The action plugin passes the first slice's to every later slice of a wait with O(progress_interval);
+        set it yourself only to tie O(pid) to the process a launch started (RV(process.start_time)).
+    type: dict
+    suboptions:
+      pid:
+        description: The PID.
+        type: int
+        required: true
+      start_time:
+        description: Its start time, clock ticks after boot (field 22 of C(/proc/PID/stat)).
+        type: int
+        required: true
+    version_added: 0.1.0
   progress_file:
     description:
       - File the module rewrites with one line per phase change and a heartbeat every 10 seconds
@@ -150,7 +170,7 @@ seealso:
 EXAMPLES = r"""
 - name: Wait for SGLang, watching its PID and log
   gpufleet.serving.server_wait:
-    url: http://127.0.0.1:30000
+    base_url: http://127.0.0.1:30000
     pid: "{{ sglang_launch.pid }}"
     log_path: /var/log/sglang/server.log
     timeout: 1800
@@ -162,7 +182,7 @@ EXAMPLES = r"""
 
 - name: Wait for a vLLM systemd unit, with a one-token generation and an API key
   gpufleet.serving.server_wait:
-    url: https://llm01.example.com:8000
+    base_url: https://llm01.example.com:8000
     systemd_unit: vllm.service
     engine: vllm
     generate_check: true
@@ -171,7 +191,7 @@ EXAMPLES = r"""
 
 - name: Wait up to 30 minutes, printing the phase every 30 seconds
   gpufleet.serving.server_wait:
-    url: http://127.0.0.1:30000
+    base_url: http://127.0.0.1:30000
     pid: "{{ sglang_launch.pid }}"
     log_path: /var/log/sglang/server.log
     timeout: 1800
@@ -179,7 +199,7 @@ EXAMPLES = r"""
 
 - name: Start the wait in the background so progress can be shown
   gpufleet.serving.server_wait:
-    url: http://127.0.0.1:30000
+    base_url: http://127.0.0.1:30000
     pidfile: /run/sglang.pid
     log_path: /var/log/sglang/server.log
     progress_file: /run/sglang.wait.progress
@@ -198,7 +218,7 @@ EXAMPLES = r"""
 
 - name: Report, without waiting, whether the server is ready (check mode)
   gpufleet.serving.server_wait:
-    url: http://127.0.0.1:30000
+    base_url: http://127.0.0.1:30000
     pid: "{{ server_pid }}"
   check_mode: true
   register: now_ready
@@ -322,6 +342,9 @@ process:
     detail:
       description: Human-readable state.
       type: str
+    start_time:
+      description: Start time of the live watched process (clock ticks after boot); null when not known.
+      type: int
 cause:
   description:
     - Why the server is not ready. V(kind) is one of V(oom), V(ports_held), V(address_in_use), V(bad_argument),
@@ -362,7 +385,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._server.readiness
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            url=dict(type="str", required=True, aliases=["base_url"]),
+            base_url=dict(type="str", required=True, aliases=["url"]),
             health_path=dict(type="str", default="/health"),
             generate_check=dict(type="bool", default=False),
             model=dict(type="str"),
@@ -382,6 +405,8 @@ def main():
             progress_file=dict(type="path"),
             # Used by the action plugin (plugins/action/server_wait.py), which runs the module in slices.
             progress_interval=dict(type="float"),
+            process_identity=dict(type="dict", options=dict(pid=dict(type="int", required=True),
+                                                            start_time=dict(type="int", required=True))),
         ),
         mutually_exclusive=[("pid", "pidfile", "systemd_unit")],
         supports_check_mode=True,

@@ -120,6 +120,24 @@ def test_protect_option(gpu_root, ns):
     assert res["changed"] is False
 
 
+def test_ansible_processes_the_pattern_matches_are_spared_and_reported(gpu_root, ns):
+    # `ansible ... -a '{"patterns": ["sglang::|..."]}'` carries the pattern in its own command line.
+    root, env = gpu_root
+    server = hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env)
+    res = run_module("gpu_release", {"patterns": [SGLANG]}, env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    assert [k["pid"] for k in res["killed"]] == [server]
+    spared = res["spared_ansible"]
+    assert any("gpufleet.serving.gpu_release" in s["cmdline"] and "ansible" in s["cmdline"] for s in spared), spared
+    assert {s["protected"] for s in spared} <= {"ansible", "ancestor", "copy of an ancestor"}, spared
+    assert server not in {s["pid"] for s in spared}
+    # No pattern in the command line of the run: nothing to report.
+    server = hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env)
+    res = run_module("gpu_release", {"engine": ["sglang"]}, env=env, ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    assert [k["pid"] for k in res["killed"]] == [server] and res["spared_ansible"] == []
+
+
 def test_callers_shell_with_pattern_survives(gpu_root, ns):
     """The shell that runs ansible carries the pattern in its command line."""
     root, env = gpu_root

@@ -156,20 +156,36 @@ def test_nvml_library_missing_fails_saying_what_to_install(gpu_root, ns):
     assert [k["pid"] for k in res["killed"]] == [server] and not ns.alive(server)
 
 
-def test_nvidia_ml_py_missing_fails_saying_what_to_install(gpu_root, ns, tmp_path):
+@pytest.mark.parametrize("absent", [("nvidia-ml-py",), ("psutil", "nvidia-ml-py")])
+def test_missing_libraries_fail_in_one_run_saying_what_to_install(gpu_root, ns, tmp_path, absent):
     root, env = gpu_root
-    blocker = tmp_path / "no-pynvml"
+    blocker = tmp_path / "blocked"
     blocker.mkdir()
-    # A pynvml that cannot be imported, first on the module's path: as if not installed.
-    (blocker / "pynvml.py").write_text("raise ImportError('No module named pynvml')\n")
-    env = dict(env, PYTHONPATH=str(blocker))
+    # Modules that cannot be imported, first on the module's path: as if not installed.
+    for name in [{"psutil": "psutil", "nvidia-ml-py": "pynvml"}[d] for d in absent]:
+        (blocker / ("%s.py" % name)).write_text("raise ImportError('No module named %s')\n" % name)
     server = hold(root, 0, 1000, "sglang::scheduler_TP0", ns, env)
-    res = run_module("gpu_release", {"patterns": [SGLANG]}, env=env, ns=ns)
+    res = run_module("gpu_release", {"patterns": [SGLANG]}, env=dict(env, PYTHONPATH=str(blocker)), ns=ns)
     assert res["_rc"] != 0
-    assert re.match(r"nvidia-ml-py is not installed for \S*/python3?(\.\d+)? on this host: run 'python -m pip "
-                    r"install nvidia-ml-py' for that interpreter \(or set ansible_python_interpreter\)$", res["msg"]), res["msg"]
-    assert res["missing_library"] is True
+    names = ", ".join(absent)
+    python = re.search(r"on \S+'s Python (\S+)\. ", res["msg"]).group(1)
+    assert os.path.basename(python).startswith("python"), res["msg"]
+    # Ansible's missing_required_lib text, every missing library at once, the role, and the pip
+    # line for the very interpreter that lacks them.
+    assert res["msg"].startswith("Failed to import the required Python library (%s) on " % names), res["msg"]
+    assert res["msg"].endswith("Set the host up with the gpufleet.serving.host_setup role (a virtual environment "
+                               "with %s; it sets ansible_python_interpreter to it), or install them for this "
+                               "interpreter: %s -m pip install %s" % (names, python, " ".join(absent))), res["msg"]
+    assert res["missing_library"] is True and res["missing_libraries"] == list(absent)
     assert ns.alive(server)
+    # Without verification nvidia-ml-py is not needed: only psutil is asked for.
+    res = run_module("gpu_release", {"patterns": [SGLANG], "verify": False}, env=dict(env, PYTHONPATH=str(blocker)), ns=ns)
+    if "psutil" in absent:
+        assert res["_rc"] != 0 and res["missing_libraries"] == ["psutil"], res["msg"]
+        assert ns.alive(server)
+    else:
+        assert res["_rc"] == 0, res["msg"]
+        assert [k["pid"] for k in res["killed"]] == [server]
 
 
 def test_lost_gpu_fails_naming_it(gpu_root, ns):

@@ -1,6 +1,9 @@
-"""server_process through `ansible`: own session, state file, stop as a group, port check."""
+"""server_process through `ansible`: own session, state file, stop as a group, port check, host lock."""
+import concurrent.futures
+import fcntl
 import os
 import socket
+import time
 
 from tests.support.ansible import run_module
 from tests.support.paths import PYTHON
@@ -122,3 +125,49 @@ def test_redactor_keeps_the_key_out_of_the_log_and_passes_sigterm_on(tmp_path):
         for pid in (wrapper, server):
             if pid_alive(pid):
                 os.kill(pid, 9)
+
+
+# ---- two runs against one server at once ------------------------------------------------
+
+# A server that drains for a second after SIGTERM, so two stops are both waiting on it.
+DRAINING = ("import os, signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda s, f: (time.sleep(1.0), sys.exit(0)))\n"
+            "open(sys.argv[1], 'w').write('%d' % os.getpid())\n"
+            "while True:\n"
+            "    time.sleep(600)\n")
+
+
+def test_two_stops_at_once_one_stops_the_other_finds_it_stopped(tmp_path):
+    res = start(tmp_path, extra={"argv": [PYTHON, "-c", DRAINING, str(tmp_path / "pids")]})
+    assert res["_rc"] == 0, res.get("msg")
+    poll(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text(), what="server pid")
+    try:
+        args = {"state": "stopped", "state_file": str(tmp_path / "state" / "s.json"), "stop_timeout": 10}
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            both = list(pool.map(lambda unused: run_module("server_process", args), range(2)))
+        assert [r["_rc"] for r in both] == [0, 0], [r.get("msg") for r in both]
+        stopped = [r for r in both if r["changed"]]
+        found = [r for r in both if not r["changed"]]
+        assert len(stopped) == 1 and stopped[0]["stop"]["was_running"] is True
+        assert len(found) == 1 and found[0]["stop"]["was_running"] is False
+        assert "already stopped" in found[0]["msg"]
+        assert not pid_alive(res["pid"])
+    finally:
+        if pid_alive(res["pid"]):
+            os.kill(res["pid"], 9)
+
+
+def test_a_run_that_cannot_take_the_host_lock_is_refused_clearly(tmp_path):
+    state = tmp_path / "state" / "s.json"
+    state.parent.mkdir()
+    with open(str(state) + ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another run, stuck in the middle of its work
+        held.write("%d\n" % os.getpid())
+        held.flush()
+        began = time.monotonic()
+        res = start(tmp_path, extra={"lock_timeout": 1})
+        took = time.monotonic() - began
+    assert res["_rc"] != 0
+    assert "another server_process run (pid %d) holds %s.lock" % (os.getpid(), state) in res["msg"], res["msg"]
+    assert not (tmp_path / "pids").exists()  # nothing was launched
+    assert took < 30

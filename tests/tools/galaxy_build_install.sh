@@ -16,6 +16,16 @@ test -f "$installed/MANIFEST.json"
 if tar -tzf "$tarball" | grep -E '(^|/)(\.venv[^/]*|\.ansible|build|tests/output)/' >/dev/null; then
   echo "the tarball holds build or venv files" >&2; exit 1
 fi
+# Left out (galaxy.yml build_ignore): the developers' tools. Kept: the licence, the execution
+# environment's files, the pins the simulated fleet reads, the kit and the example users copy.
+if tar -tzf "$tarball" | grep -E '^(Makefile|\.pylintrc|ruff\.toml|bench/|scripts/|molecule/|\.ci/)' >&2; then
+  echo "the tarball holds the developers' tools above" >&2; exit 1
+fi
+for kept in COPYING meta/execution-environment.yml meta/ee-requirements.txt meta/ee-bindep.txt \
+    requirements-common.txt requirements-sglang.txt requirements-sglang-deps.txt sim/simctl \
+    docs/examples/my_role/molecule/default/create.yml docs/docsite/extra-docs.yml CHANGELOG.rst; do
+  test -f "$installed/$kept" || { echo "the tarball lacks $kept" >&2; exit 1; }
+done
 printf "[defaults]\ncollections_path = %s\n" "$tmp/coll" > "$tmp/ansible.cfg"
 export ANSIBLE_CONFIG="$tmp/ansible.cfg"
 # Every module's and role's documentation parses and resolves from the installed copy.

@@ -17,7 +17,14 @@ import json
 import random
 import time
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint, Handler, open_connection
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import verdict
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import (
+    Endpoint,
+    Handler,
+    MalformedResponse,
+    open_connection,
+    read_event,
+)
 
 # Token ids for random completions prompts: below every common tokenizer's
 # special-token range (Llama 3, Qwen, Kimi, DeepSeek put them at the top) and
@@ -62,7 +69,7 @@ class Record(Handler):
 
     __slots__ = (
         "start", "first", "end", "status", "error", "done", "finish_reason",
-        "completion_tokens", "prompt_tokens", "chunk_times", "chunk_cum", "_cum", "_err",
+        "completion_tokens", "prompt_tokens", "chunk_times", "chunk_cum", "_cum", "_err", "max_tokens",
     )
 
     def __init__(self) -> None:
@@ -79,6 +86,7 @@ class Record(Handler):
         self.chunk_cum = []      # running completion_tokens in that chunk, or None
         self._cum = None
         self._err = b""
+        self.max_tokens = None   # what the request asked for (bounds a believable usage count)
 
     # Handler ---------------------------------------------------------------
     def on_status(self, status: int, headers: dict, now: float) -> None:
@@ -92,39 +100,27 @@ class Record(Handler):
             self.done = True
             self.end = now
             return
+        if self.error is not None:
+            return  # the request has failed already; its first error is the one to show
         try:
-            obj = json.loads(data)
-        except ValueError:
-            self.error = self.error or "unparsable stream event: %r" % data[:120]
+            text, finish, completion, prompt, has_usage, error = read_event(data)
+        except MalformedResponse as exc:
+            self.error = str(exc)
             return
-        if not isinstance(obj, dict):
+        if error:
+            self.error = error
             return
-        if obj.get("error") and not obj.get("choices"):
-            err = obj["error"]
-            self.error = "stream error: %s" % (err.get("message", err) if isinstance(err, dict) else err)
-            return
-        usage = obj.get("usage")
-        if usage:
-            if usage.get("completion_tokens") is not None:
-                self._cum = self.completion_tokens = usage["completion_tokens"]
-            if usage.get("prompt_tokens") is not None:
-                self.prompt_tokens = usage["prompt_tokens"]
-        choices = obj.get("choices")
-        if not choices:
-            return
-        choice = choices[0]
-        delta = choice.get("delta")
-        if delta is not None:  # chat; a thinking model's reasoning text is output too
-            text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
-        else:
-            text = choice.get("text")
+        if completion is not None:
+            self._cum = self.completion_tokens = completion
+        if prompt is not None:
+            self.prompt_tokens = prompt
         if text:
             if self.first is None:
                 self.first = now
             self.chunk_times.append(now)
-            self.chunk_cum.append(self._cum if usage else None)
-        if choice.get("finish_reason"):
-            self.finish_reason = choice["finish_reason"]
+            self.chunk_cum.append(self._cum if has_usage else None)
+        if finish:
+            self.finish_reason = finish
 
     def on_end(self, now: float) -> None:
         if self.end is None or not self.done:
@@ -136,18 +132,21 @@ class Record(Handler):
     # results ---------------------------------------------------------------
     @property
     def ok(self) -> bool:
-        return self.error is None and self.status == 200 and bool(self.chunk_times)
+        return verdict.completed(self)
 
     @property
     def tokens(self) -> int:
-        """Output tokens: the server's usage count; chunk count only if it sent none."""
-        if self.completion_tokens is not None:
-            return self.completion_tokens
-        return len(self.chunk_times)
+        """Output tokens: the server's usage count, or the content count (verdict.output_tokens)."""
+        return verdict.output_tokens(self)
 
     @property
     def usage_reported(self) -> bool:
         return self.completion_tokens is not None
+
+    @property
+    def usage_suspect(self) -> str | None:
+        """Why the server's usage count was not believed (verdict.usage_problem), or None."""
+        return verdict.usage_problem(self)
 
     def arrivals(self) -> list:
         """[(time, tokens)] of every token this request received, whatever its outcome.
@@ -174,7 +173,7 @@ class Record(Handler):
         tokens spread evenly over its content chunks.
         """
         cums = self.chunk_cum
-        if cums and all(c is not None for c in cums):
+        if cums and all(c is not None for c in cums) and not self.usage_suspect:
             prev = 0
             out = []
             for c in cums:
@@ -218,7 +217,7 @@ async def run_request(state: list, endpoint: Endpoint, request_bytes: bytes, tim
             timer.cancel()
         if rec.status == 200 and rec.error is None and not rec.chunk_times:
             rec.error = "no output: the stream carried no content"
-    except (OSError, asyncio.TimeoutError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the response did, it fails this request only
         if proto is not None:
             proto.abort()
         state[0] = None

@@ -26,6 +26,7 @@ import random
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import run_request
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint, open_connection
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.verdict import requested_max_tokens
 
 
 def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list:
@@ -116,4 +117,7 @@ def run_level(endpoint: Endpoint, path: str, bodies: list, level: int | None, ti
     else:
         coro = _closed(endpoint, requests, records, level, timeout, per_request)
     asyncio.run(coro)
+    for rec, body in zip(records, bodies):
+        if rec is not None:
+            rec.max_tokens = requested_max_tokens(body)
     return records

@@ -140,7 +140,7 @@ def run_benchmark(params: dict) -> dict:
         out_levels.append(lv)
         progress.level_end(index, lv)
 
-    return {
+    result = {
         "levels": out_levels,
         "summary": summary(out_levels),
         "server": {"base_url": base_url, "model": model, "engine": flavor, "flavor": flavor},  # flavor: deprecated
@@ -165,6 +165,20 @@ def run_benchmark(params: dict) -> dict:
         "started": started,
         "elapsed": round(time.monotonic() - t0, 3),
     }
+    if not any(lv["completed"] for lv in out_levels):
+        raise GpuFleetError(nothing_completed(out_levels, params.get("max_error_samples", 5)), result=result)
+    return result
+
+
+def nothing_completed(levels: list, samples: int) -> str:
+    """The failure message of a sweep in which no request of any level completed."""
+    errors = []
+    for lv in levels:
+        for err in lv["errors"]:
+            if err not in errors and len(errors) < max(samples, 1):
+                errors.append(err)
+    return ("every request of every level failed (%d requests): no figure was measured; first errors: %s"
+            % (sum(lv["requests"] for lv in levels), " | ".join(errors) or "none recorded"))
 
 
 def _length(rng, full, ratio):

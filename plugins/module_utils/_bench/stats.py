@@ -5,8 +5,8 @@
 """Per-level metrics from request records, the way serving benchmarks define them.
 
 - The window runs from the first counted request sent to the last counted
-  request ended. output tok/s is every token that arrived inside it, whichever
-  request carried it (warm-up included: its tail streams inside the window and
+  request ended. output tok/s is every token of a completed request that arrived
+  inside it, whichever request carried it (warm-up included: its tail streams inside the window and
   the server spent its time on it), over the window; request/s is every request
   that completed inside it. Counting only the counted requests' tokens biased
   the figure low wherever request lengths vary (speculative decoding, EOS).
@@ -16,6 +16,8 @@
   k is the chunk's usage delta; a request without per-chunk usage only gives
   estimates (an even spread), used only when no request had per-chunk usage,
   and then flagged (`itl_estimated`).
+- Which requests completed and which tokens count (failed requests' tokens never;
+  a suspect usage count replaced by the content count) is verdict.py's.
 - goodput: counted requests meeting every SLO given, per second of the window
   (as sglang.bench_serving --goodput).
 """
@@ -113,7 +115,8 @@ def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_
     start, end = window_bounds(counted)
     duration = (end - start) if start is not None else None
     everything = [r for r in list(warmup) + list(counted) if r is not None]
-    tokens = tokens_between(everything, start, end) if duration else 0.0
+    # Only completed requests' tokens are output (verdict.py); a failed one's are reported apart.
+    tokens = tokens_between([r for r in everything if r.ok], start, end) if duration else 0.0
     tokens = int(round(tokens)) if abs(tokens - round(tokens)) < 1e-6 else round(tokens, 3)
     finished_in_window = sum(1 for r in everything if r.ok and duration and start < r.end <= end)
     prompt_tokens = sum(r.prompt_tokens or 0 for r in ok)
@@ -145,7 +148,8 @@ def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_
             errors.append(msg)
 
     def rate(x):
-        return round(x / duration, 3) if duration and duration > 0 else None
+        # A level where nothing completed has no rate: a 0.0 would read as a measured result.
+        return round(x / duration, 3) if ok and duration and duration > 0 else None
 
     return {
         "concurrency": concurrency,
@@ -157,6 +161,8 @@ def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_
         "duration_s": _round(duration, 4),
         "output_tokens": tokens,
         "counted_output_tokens": sum(r.tokens for r in ok),
+        "failed_output_tokens": sum(r.tokens for r in failed),
+        "usage_suspect": sum(1 for r in counted if r.usage_suspect),
         "input_tokens": prompt_tokens,
         "output_tok_s": rate(tokens),
         "requests_per_s": rate(finished_in_window),

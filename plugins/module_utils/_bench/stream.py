@@ -13,6 +13,7 @@ far above the server's rate (see bench/client_ceiling.py).
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import time
 from typing import Any
@@ -52,6 +53,86 @@ class Endpoint:
             % (self.prefix, path, self.base_headers, "Connection: close\r\n" if close else "", len(body))
         )
         return head.encode("latin-1") + body
+
+
+class MalformedResponse(ValueError):
+    """A response that breaks the protocol: it fails its request, never the run."""
+
+
+def _kind(value):
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return "%s %s (%s)" % ("an" if name[0] in "aeiou" else "a", name, repr(value)[:40])
+
+
+def _bad(data, key, value, want):
+    raise MalformedResponse("malformed stream event: %s is %s, not %s: %r" % (key, _kind(value), want, data[:120]))
+
+
+_NO_CHOICES = []
+
+
+def read_event(data: bytes) -> tuple:
+    """One OpenAI-compatible stream chunk, checked key by key:
+    (text, finish_reason, completion_tokens, prompt_tokens, has_usage, error).
+
+    The shapes SGLang and vLLM send (vllm/entrypoints/openai/protocol.py
+    CompletionStreamResponse, ChatCompletionStreamResponse; SGLang's
+    srt/entrypoints/openai/protocol.py): an object; `choices` a list of objects
+    (empty in the usage-only last chunk); `delta` an object (chat) with string or
+    null `content` / `reasoning_content`; `text` a string (completions); `usage`
+    null or an object of integer counts; `error` a string or an object. Anything
+    else raises MalformedResponse naming the key. Exact type checks (`type(x) is
+    int`) keep it cheap per chunk and refuse a bool or float count.
+    """
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        raise MalformedResponse("unparsable stream event (%s): %r" % (type(exc).__name__, data[:120]))
+    if type(obj) is not dict:
+        raise MalformedResponse("malformed stream event: not a JSON object but %s" % _kind(obj))
+    choices = obj.get("choices", _NO_CHOICES)
+    if obj.get("error") and not choices:
+        err = obj["error"]
+        return None, None, None, None, False, "stream error: %s" % (
+            err.get("message", err) if isinstance(err, dict) else err)
+    completion = prompt = None
+    usage = obj.get("usage")
+    if usage is not None:
+        if type(usage) is not dict:
+            _bad(data, "usage", usage, "an object")
+        completion = usage.get("completion_tokens")
+        if completion is not None and type(completion) is not int:
+            _bad(data, "usage.completion_tokens", completion, "an integer")
+        prompt = usage.get("prompt_tokens")
+        if prompt is not None and type(prompt) is not int:
+            _bad(data, "usage.prompt_tokens", prompt, "an integer")
+    if type(choices) is not list:
+        _bad(data, "choices", choices, "a list")
+    if not choices:
+        return None, None, completion, prompt, bool(usage), None
+    choice = choices[0]
+    if type(choice) is not dict:
+        _bad(data, "choices[0]", choice, "an object")
+    delta = choice.get("delta")
+    text = None
+    if delta is not None:  # chat; a thinking model's reasoning text is output too
+        if type(delta) is not dict:
+            _bad(data, "delta", delta, "an object")
+        for key in ("content", "reasoning_content", "reasoning"):
+            value = delta.get(key)
+            if value is not None and type(value) is not str:
+                _bad(data, "delta." + key, value, "a string")
+            text = text or value
+    else:
+        text = choice.get("text")
+        if text is not None and type(text) is not str:
+            _bad(data, "text", text, "a string")
+    finish = choice.get("finish_reason")
+    if finish is not None and type(finish) is not str:
+        _bad(data, "finish_reason", finish, "a string")
+    return text, finish, completion, prompt, bool(usage), None
 
 
 class Handler:
@@ -149,7 +230,7 @@ class StreamProtocol(asyncio.Protocol):
                 end = buf.find(b"\r\n", pos)
                 if end < 0:
                     break
-                size = int(buf[pos:end].split(b";", 1)[0].strip() or b"0", 16)
+                size = _number(buf[pos:end].split(b";", 1)[0].strip() or b"0", 16, "chunk size")
                 pos = end + 2
                 if size == 0:
                     self.state = "trailer"
@@ -197,7 +278,7 @@ class StreamProtocol(asyncio.Protocol):
         parts = lines[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/"):
             raise ValueError("not an HTTP response: %r" % lines[0][:80])
-        self.status = int(parts[1])
+        self.status = _number(parts[1], 10, "status line %r:" % lines[0][:80])
         headers = {}
         for line in lines[1:]:
             key, unused, value = line.partition(":")
@@ -208,7 +289,7 @@ class StreamProtocol(asyncio.Protocol):
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self.state = "size"
         elif "content-length" in headers:
-            self.remaining = int(headers["content-length"])
+            self.remaining = _number(headers["content-length"], 10, "Content-Length")
             self.state = "length" if self.remaining else "done"
         else:
             self.keep_alive = False
@@ -244,6 +325,18 @@ class StreamProtocol(asyncio.Protocol):
         if not self.keep_alive and self.transport is not None:
             self.transport.close()
         self.future.set_result(self.status)
+
+
+def _number(text, base, what):
+    """A non-negative integer of the framing, or MalformedResponse naming the field."""
+    try:
+        value = int(text, base)
+    except ValueError:
+        value = -1
+    # int() takes signs, spaces and underscores that HTTP does not: a negative size would walk backwards.
+    if value < 0 or not text or text[:1] in (b"-", b"+", "-", "+"):
+        raise MalformedResponse("bad %s %r in the response" % (what, text[:40]))
+    return value
 
 
 async def open_connection(endpoint: Endpoint, timeout: float) -> StreamProtocol:

@@ -19,7 +19,8 @@ import signal
 import time
 from typing import Any
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.module_utils._deps import check as check_libraries
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 
 MIB = 1024 * 1024
 # Driver reserve assumed when only NVML's v1 memory call exists (v1 `used`
@@ -36,18 +37,8 @@ class NvmlError(GpuFleetError):
 
 
 def check_library() -> None:
-    try:
-        import pynvml  # noqa: F401  pylint: disable=unused-import
-    except ImportError:
-        raise MissingLibrary(
-            "nvidia-ml-py is not installed for %s on this host: run "
-            "'python -m pip install nvidia-ml-py' for that interpreter (or set ansible_python_interpreter)"
-            % _interpreter())
-
-
-def _interpreter():
-    import sys
-    return sys.executable
+    """Raise MissingLibrary (the collection's one message) when nvidia-ml-py is not installed."""
+    check_libraries("nvidia-ml-py")
 
 
 # ---------------------------------------------------------------- child side

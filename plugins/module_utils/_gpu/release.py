@@ -63,6 +63,10 @@ class ReleaseOptions:
             raise InvalidInput("nothing to release: give patterns or engine, or leave sweep enabled")
 
 
+# Protection reasons (_gpu/protect.py) that mean "this is the Ansible run itself".
+SPARED_ANSIBLE = ("ansible", "ancestor", "copy of an ancestor")
+
+
 class Plan:
     """Who would be signalled, and who is spared, for one snapshot.
 
@@ -80,8 +84,13 @@ class Plan:
         self.skipped_trees = []
         self.tree_minors = set()  # GPUs the released trees sit on (verified too)
         selected = set(minors or ())
-        matched = {pid for pid, info in table.items()
-                   if info.argv and matches_any(regexes, info.cmdline) and not protection.reason(pid)}
+        hits = {pid for pid, info in table.items() if info.argv and matches_any(regexes, info.cmdline)}
+        matched = {pid for pid in hits if not protection.reason(pid)}
+        # Ansible's own processes whose command line carries a pattern (`ansible -a 'patterns=...'`,
+        # ansible-runner, a forked worker): spared, and reported, so that a match nobody was
+        # signalled for is explained.
+        self.spared_ansible = [holder_record(table[pid], protection.reason(pid)) for pid in sorted(hits - matched)
+                               if protection.reason(pid) in SPARED_ANSIBLE]
         trees = _scope.matched_trees(table, matched, lambda pid: bool(holders.held(pid) & selected))
         for root, tree in sorted(trees.items()):
             if scoped:
@@ -239,7 +248,8 @@ class Releaser:
         indices, minors, before = self._select()
         plan = self._plan(minors)
         result = {"gpus_selected": indices, "killed": [], "failed_to_kill": [],
-                  "protected_holders": plan.protected_holders, "devices": self.devices}
+                  "protected_holders": plan.protected_holders, "devices": self.devices,
+                  "spared_ansible": plan.spared_ansible}
         if self.check_mode:
             planned = plan.targets(plan.pattern) + plan.targets(plan.sweep)
             live = [t for t in planned if not t.gone]

@@ -18,21 +18,11 @@ from typing import Any
 try:
     import psutil
     HAS_PSUTIL = True
-    PSUTIL_IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - exercised on hosts without psutil
+except ImportError:  # pragma: no cover - exercised on hosts without psutil
     psutil = None
     HAS_PSUTIL = False
-    PSUTIL_IMPORT_ERROR = exc
 
 PROC = "/proc"
-
-
-def require_psutil(module: Any) -> None:
-    """Fail the module, the Ansible way, on a host without psutil (before any work starts)."""
-    if not HAS_PSUTIL:
-        from ansible.module_utils.basic import missing_required_lib
-        module.fail_json(msg=missing_required_lib("psutil", url="https://pypi.org/project/psutil/")
-                         + " (python -m pip install psutil)", exception=str(PSUTIL_IMPORT_ERROR))
 
 
 # include/linux/sched.h: "I am a kernel thread". PPID 2 is no proof: in a PID

@@ -184,32 +184,81 @@ class LogState:
 
 
 class LogFollower:
-    """Reads a growing log file from where it left off; survives truncation and late creation."""
+    """Reads a growing log file from where it left off, as `tail -F` follows one.
+
+    - Rename-and-reopen rotation (logrotate's default, a relaunch's LOG.1): the path names
+      another inode; the old file is read to its end first, then the new one from its start.
+    - Truncation in place (logrotate's copytruncate): the file is shorter than the read
+      position, or the bytes just before that position are no longer the ones read there
+      (the server wrote more than before since the truncation); it is read from the start
+      again, so the lines written after the truncation (the cause of a death) are all seen.
+      A writer without O_APPEND leaves a hole of NUL bytes before its next line; they are dropped.
+    - A log not created yet gives no lines until it appears.
+    """
+
+    _CHECK = 64  # bytes kept from just before the read position, to recognise the same content
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._handle = None
         self._pos = 0
         self._partial = b""
-        self._inode = None
+        self._seen = b""
+
+    def _read_rest(self):
+        data = self._handle.read()
+        self._pos += len(data)
+        self._seen = (self._seen + data[-self._CHECK:])[-self._CHECK:]
+        return data
+
+    def _rewritten(self):
+        """True when the file was truncated under us (smaller, or other bytes before our position)."""
+        fd = self._handle.fileno()
+        if os.fstat(fd).st_size < self._pos:
+            return True
+        return bool(self._seen) and os.pread(fd, len(self._seen), self._pos - len(self._seen)) != self._seen
+
+    def _restart(self, handle):
+        self._handle, self._pos, self._partial, self._seen = handle, 0, b"", b""
 
     def read_lines(self, final: bool = False) -> list:
         """New complete lines (str). final=True also returns a last unterminated line."""
+        data = b""
         try:
-            handle = open(self.path, "rb")
+            on_path = os.stat(self.path)
         except OSError:
-            return []
-        with handle:
-            stat = os.fstat(handle.fileno())
-            if self._inode != stat.st_ino or stat.st_size < self._pos:
-                # New or truncated file: start over (a relaunch rewrote the log).
-                self._inode, self._pos, self._partial = stat.st_ino, 0, b""
-            handle.seek(self._pos)
-            data = handle.read()
-            self._pos += len(data)
-        data = self._partial + data
+            on_path = None
+        if self._handle is not None and on_path is not None:
+            held = os.fstat(self._handle.fileno())
+            if (held.st_dev, held.st_ino) != (on_path.st_dev, on_path.st_ino):
+                # Rotated by rename: the old file's last lines first; its writer has moved on,
+                # so an unterminated last line is complete.
+                data = self._partial + self._read_rest()
+                if data and not data.endswith(b"\n"):
+                    data += b"\n"
+                self._handle.close()
+                self._restart(None)
+        if self._handle is None:
+            try:
+                self._restart(open(self.path, "rb"))
+            except OSError:
+                return self._lines(data, final)
+        elif self._rewritten():
+            self._handle.seek(0)
+            self._restart(self._handle)
+        data += self._partial + self._read_rest()
+        self._partial = b""
+        return self._lines(data, final)
+
+    def _lines(self, data, final):
         parts = data.split(b"\n")
         self._partial = parts.pop()
         if final and self._partial:
             parts.append(self._partial)
             self._partial = b""
-        return [p.decode("utf-8", "replace") for p in parts]
+        return [p.replace(b"\0", b"").decode("utf-8", "replace") for p in parts]
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None

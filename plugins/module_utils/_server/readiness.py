@@ -61,9 +61,9 @@ class Waiter:
         self.p = params
         self.clock = clock
         self.sleep = sleep
-        self.client = client or HttpClient(params["url"], params.get("api_key"), params.get("validate_certs", True))
+        self.client = client or HttpClient(params["base_url"], params.get("api_key"), params.get("validate_certs", True))
         self.watch = watch or make_watch(params.get("pid"), params.get("pidfile"), params.get("systemd_unit"),
-                                         params.get("systemctl") or "systemctl")
+                                         params.get("systemctl") or "systemctl", params.get("process_identity"))
         engine = params.get("engine") or "auto"
         self.log = LogState(None if engine == "auto" else engine, params.get("log_tail_lines", 30))
         self.follower = LogFollower(params["log_path"]) if params.get("log_path") else None

@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._files import wri
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ports import port_holder
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.signals import Target, wait_gone
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo, psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.host_lock import host_lock
 
 
 def read_state(path: str) -> dict | None:
@@ -35,6 +36,14 @@ def read_state(path: str) -> dict | None:
 
 def _write_state(path, state):
     write_atomic(path, json.dumps(state), mode=0o600)
+
+
+def _drop_state(path):
+    """Remove the state file; one already gone (another stop took it) is no error."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def running_target(state: dict | None) -> Target | None:
@@ -105,7 +114,7 @@ def stop(state_path: str, stop_timeout: float) -> tuple:
     target = running_target(state)
     if target is None:
         if state is not None:
-            os.unlink(state_path)
+            _drop_state(state_path)
         return False, {"was_running": False}
     pgid = state["pgid"]
     started = time.monotonic()
@@ -123,7 +132,7 @@ def stop(state_path: str, stop_timeout: float) -> tuple:
     wait_gone([target] + members, time.monotonic() + 10)
     for pinned in [target] + members:
         pinned.close()
-    os.unlink(state_path)
+    _drop_state(state_path)
     return True, {"was_running": True, "pid": state["pid"], "graceful": not alive,
                   "stop_seconds": round(time.monotonic() - started, 3)}
 
@@ -144,16 +153,29 @@ def _group_members(pgid, not_before):
 
 
 def supervise(params: dict, check_mode: bool = False) -> dict:
-    """The server_process module's result for `state` started, stopped or status."""
+    """The server_process module's result for `state` started, stopped or status.
+
+    A start or a stop holds the host lock of its state file (host_lock.py): runs against
+    one server take turns, and a later stop finds the server stopped. Status and check
+    mode change nothing, so they take no lock (and create no lock file).
+    """
+    if params["state"] == "status" or check_mode:
+        return _supervise(params, check_mode)
+    with host_lock(params["state_file"], params.get("lock_timeout", 120.0)):
+        return _supervise(params, check_mode)
+
+
+def _supervise(params, check_mode):
     now = status(params["state_file"])
     if params["state"] == "status":
         return dict(now, changed=False)
     if params["state"] == "stopped":
-        if check_mode or not now["running"]:
-            if not check_mode:
-                stop(params["state_file"], params["stop_timeout"])  # drops a stale state file
+        if check_mode:
             return {"changed": now["running"], "running": False}
-        changed, details = stop(params["state_file"], params["stop_timeout"])
+        changed, details = stop(params["state_file"], params["stop_timeout"])  # drops a stale state file too
+        if not changed:
+            return {"changed": False, "running": False, "stop": details,
+                    "msg": "already stopped: no running server is recorded in %s" % params["state_file"]}
         return {"changed": changed, "running": False, "pid": now.get("pid"), "stop": details}
     if now["running"]:
         if now.get("fingerprint") != params["fingerprint"]:

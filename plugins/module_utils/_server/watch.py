@@ -19,14 +19,17 @@ from typing import Any
 class ProcState:
     """alive: True, False, or None (not known yet, e.g. the pidfile is not written yet)."""
 
-    def __init__(self, alive: bool | None, pid: int | None = None, exit_code: int | None = None, detail: str = "") -> None:
+    def __init__(self, alive: bool | None, pid: int | None = None, exit_code: int | None = None, detail: str = "",
+                 start_time: int | None = None) -> None:
         self.alive = alive
         self.pid = pid
         self.exit_code = exit_code
         self.detail = detail
+        self.start_time = start_time  # of the live process under `pid`: its identity (clock ticks after boot)
 
     def as_dict(self) -> dict:
-        return {"alive": self.alive, "pid": self.pid, "exit_code": self.exit_code, "detail": self.detail}
+        return {"alive": self.alive, "pid": self.pid, "exit_code": self.exit_code, "detail": self.detail,
+                "start_time": self.start_time}
 
 
 def decode_wait_status(status: int) -> int:
@@ -55,13 +58,21 @@ def read_proc_stat(pid: int, proc: str = "/proc") -> tuple | None:
 
 
 class PidWatch:
-    """Watches one PID, or the PID a pidfile names (re-read each poll: a relaunch may rewrite it)."""
+    """Watches one PID, or the PID a pidfile names (re-read each poll: a relaunch may rewrite it).
 
-    def __init__(self, pid: int | None = None, pidfile: str | None = None, proc: str = "/proc") -> None:
+    The first poll ties the PID to its start time, unless `identity` ({"pid", "start_time"}, from
+    an earlier watch of the same wait: the sliced wait's first slice) already says which process
+    that PID must be; then a PID reused before this watch began is caught at its first poll.
+    """
+
+    def __init__(self, pid: int | None = None, pidfile: str | None = None, proc: str = "/proc",
+                 identity: dict | None = None) -> None:
         self.pid = pid
         self.pidfile = pidfile
         self.proc = proc
         self._start_time = None
+        self._known = (identity["pid"], identity["start_time"]) if identity and identity.get("start_time") is not None \
+            else None
 
     def _pid_from_file(self):
         try:
@@ -78,6 +89,8 @@ class PidWatch:
                 return ProcState(None, detail="pidfile %s not written yet" % self.pidfile)
             if named is not None and named != self.pid:
                 self.pid, self._start_time = named, None
+        if self._start_time is None and self._known and self._known[0] == self.pid:
+            self._start_time = self._known[1]
         stat = read_proc_stat(self.pid, self.proc)
         if stat is None:
             return ProcState(False, self.pid, detail="process %d is gone" % self.pid)
@@ -85,10 +98,11 @@ class PidWatch:
         if self._start_time is None:
             self._start_time = start_time
         elif start_time != self._start_time:
-            return ProcState(False, self.pid, detail="process %d is gone (PID reused)" % self.pid)
+            return ProcState(False, self.pid, detail="process %d is gone (PID reused: started at tick %d, not %d)"
+                             % (self.pid, start_time, self._start_time))
         if state in ("Z", "X"):
-            return ProcState(False, self.pid, exit_code, "process %d has exited (zombie)" % self.pid)
-        return ProcState(True, self.pid)
+            return ProcState(False, self.pid, exit_code, "process %d has exited (zombie)" % self.pid, start_time)
+        return ProcState(True, self.pid, start_time=start_time)
 
 
 def parse_systemctl_show(text: str) -> dict:
@@ -142,9 +156,10 @@ class NoWatch:
         return ProcState(None)
 
 
-def make_watch(pid: int | None = None, pidfile: Any = None, systemd_unit: str | None = None, systemctl: str = "systemctl") -> NoWatch | PidWatch | SystemdWatch:
+def make_watch(pid: int | None = None, pidfile: Any = None, systemd_unit: str | None = None, systemctl: str = "systemctl",
+               identity: dict | None = None) -> NoWatch | PidWatch | SystemdWatch:
     if systemd_unit:
         return SystemdWatch(systemd_unit, systemctl)
     if pid or pidfile:
-        return PidWatch(pid=pid, pidfile=pidfile)
+        return PidWatch(pid=pid, pidfile=pidfile, identity=identity)
     return NoWatch()

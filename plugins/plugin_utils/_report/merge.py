@@ -97,6 +97,12 @@ def side_summary(levels):
         for figure, name in (("ttft_ms", "ttft"), ("tpot_ms", "tpot"), ("itl_ms", "itl"), ("latency_ms", "e2e")):
             for q in ("p50", "p99"):
                 row["%s_%s_ms" % (name, q)] = _ttft(lv, q, figure)
+        if lv.get("completed") == 0:
+            # Nothing completed: no figure was measured (older results wrote 0.0), so none is plotted.
+            row["all_failed"] = True
+            for key in row:
+                if key.endswith(("_tok_s", "_req_s", "_ms", "requests_per_s")) and key != "server_tok_s":
+                    row[key] = None
         rows.append(row)
     rows.sort(key=level_key)
     return _headline(rows)

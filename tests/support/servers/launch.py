@@ -13,10 +13,10 @@ STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin.py")
 
 
 class StandIn:
-    """standin.py in a child process; READY <port> on its stdout."""
+    """standin.py (or another server script of this folder) in a child process; READY <port> on its stdout."""
 
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, STANDIN, "--port", "0"] + list(args),
+    def __init__(self, *args, script=STANDIN):
+        self.proc = subprocess.Popen([sys.executable, script, "--port", "0"] + list(args),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)

@@ -28,3 +28,21 @@ def test_timeout_message_names_phase_health_and_the_last_log_lines():
 def test_timeout_message_with_an_http_status_and_no_log():
     msg = timeout_message({"url": "u", "phase": None, "health_status": 503}, 5.0, 5.0, None)
     assert msg == "Server at u not ready after 5.0 s (timeout 5.0 s); phase: unknown; last health: HTTP 503"
+
+
+def test_every_slice_after_the_first_checks_the_first_ones_process_identity():
+    from ansible_collections.gpufleet.serving.plugins.action.server_wait import ActionModule
+
+    sent = []
+    answers = [
+        {"failed": True, "cause": {"kind": "timeout"}, "url": "u",
+         "process": {"alive": True, "pid": 4242, "start_time": 1000, "exit_code": None, "detail": ""}},
+        {"failed": True, "cause": {"kind": "exited"}, "url": "u",
+         "process": {"alive": False, "pid": 4242, "start_time": None, "exit_code": None, "detail": "reused"}},
+    ]
+    action = ActionModule.__new__(ActionModule)
+    action._execute_module = lambda module_args, task_vars: (sent.append(dict(module_args)), answers[len(sent) - 1])[1]
+    res = action._wait_in_slices({"url": "u", "pid": 4242}, 1.0, 60.0, {})
+    assert res["cause"]["kind"] == "exited"
+    assert "process_identity" not in sent[0]
+    assert sent[1]["process_identity"] == {"pid": 4242, "start_time": 1000}

@@ -66,7 +66,7 @@ ALIVE = ProcState(True, 77)
 
 
 def make(params, client, watch, clock):
-    base = {"url": client.base_url, "timeout": 30, "poll_interval": 0.2}
+    base = {"base_url": client.base_url, "timeout": 30, "poll_interval": 0.2}
     base.update(params)
     return rd.Waiter(base, client=client, watch=watch, clock=clock, sleep=clock.sleep)
 
@@ -161,7 +161,7 @@ def test_hung_health_request_does_not_delay_death_notice():
             return REFUSED
 
     states = [ALIVE, ALIVE, ProcState(False, 77, 1)]
-    waiter = rd.Waiter({"url": Hung.base_url, "timeout": 30, "poll_interval": 0.05},
+    waiter = rd.Waiter({"base_url": Hung.base_url, "timeout": 30, "poll_interval": 0.05},
                        client=Hung([REFUSED]), watch=Watch(states))
     began = time.monotonic()
     try:

@@ -79,3 +79,14 @@ def test_bare_levels_lists_are_accepted():
 def test_bad_shapes_are_refused(bad):
     with pytest.raises(InvalidInput):
         rm.merge(bad)
+
+
+def test_a_level_where_nothing_completed_is_never_a_zero_result():
+    dead = dict(lv(16, 0.0, 0.0, 0.0), completed=0, failed=32, requests_per_s=0.0)
+    rep = rm.merge({"a": {"baseline": result(lv(1, 60.0), dead), "candidate": CAND_A}})
+    side = rep["hosts"]["a"]["baseline"]
+    row = [r for r in side["levels"] if r["concurrency"] == 16][0]
+    assert row["output_tok_s"] is None and row["requests_per_s"] is None and row["ttft_p50_ms"] is None
+    assert row["all_failed"] is True and row["failed"] == 32
+    assert side["peak_tok_s"] == 60.0
+    assert all(r["output_tok_s"] != 0.0 for r in rep["fleet"]["baseline"]["levels"])

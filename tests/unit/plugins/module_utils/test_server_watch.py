@@ -120,3 +120,26 @@ def test_make_watch_kinds():
     assert isinstance(watch.make_watch(systemd_unit="a.service"), watch.SystemdWatch)
     assert isinstance(watch.make_watch(pid=1), watch.PidWatch)
     assert watch.make_watch().poll().alive is None
+
+
+def test_a_known_identity_catches_a_pid_reused_before_the_first_poll(tmp_path):
+    # A later slice of the sliced wait: the PID already names another process when it starts.
+    fake_stat(tmp_path, 4242, start=2000)
+    state = watch.PidWatch(pid=4242, proc=str(tmp_path), identity={"pid": 4242, "start_time": 1000}).poll()
+    assert state.alive is False and "reused" in state.detail
+    same = watch.PidWatch(pid=4242, proc=str(tmp_path), identity={"pid": 4242, "start_time": 2000}).poll()
+    assert same.alive is True and same.as_dict()["start_time"] == 2000
+
+
+def test_a_known_identity_applies_to_the_pid_the_pidfile_names(tmp_path):
+    proc = tmp_path / "proc"
+    pidfile = tmp_path / "server.pid"
+    fake_stat(proc, 100, start=2000)
+    pidfile.write_text("100\n")
+    assert watch.PidWatch(pidfile=str(pidfile), proc=str(proc),
+                          identity={"pid": 100, "start_time": 1000}).poll().alive is False
+    # A relaunch wrote another PID: the identity of the old one does not apply to it.
+    fake_stat(proc, 200, start=3000)
+    pidfile.write_text("200\n")
+    assert watch.PidWatch(pidfile=str(pidfile), proc=str(proc),
+                          identity={"pid": 100, "start_time": 1000}).poll().alive is True
