@@ -24,6 +24,13 @@ inside llm_benchmark's window (GET /window, same CLOCK_MONOTONIC), over the wind
 Also prints the old figure (counted requests' tokens only) to show the bias it had.
 With --sim as well: the simulated EAGLE-3 server, client tokens over each level
 against the server's sglang:generation_tokens_total delta (server_ratio).
+
+--rates: the simulated EAGLE-3 server at concurrency 16 and 64 (256 in / 256 out,
+ignore_eos), 192 counted requests a level and the default count (two waves): output
+tok/s and requests/s against the server's own counters over the level
+(sglang:generation_tokens_total, sglang:num_requests_total), with their ratios (and
+the counted completions alone over the window, for comparison), the per-token and
+per-chunk ITL medians and the accept length.
 """
 import argparse
 import json
@@ -152,11 +159,15 @@ def variable():
         srv.stop()
 
 
-def sim_eagle3():
+def start_eagle3_sim():
     draft = os.path.join(REPO, "sim", "models", "aq-medai-kimi-k2-eagle3")
-    srv = start_sim("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", draft,
-                    "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
-                    "--speculative-num-draft-tokens", "4")
+    return start_sim("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", draft,
+                     "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                     "--speculative-num-draft-tokens", "4")
+
+
+def sim_eagle3():
+    srv = start_eagle3_sim()
     print("simulated EAGLE-3 (input 128, output 128, ignore_eos), server counter over each level")
     print("%5s %12s %12s %14s %12s %8s" % ("conc", "window tok/s", "server tok/s", "client/counter",
                                            "accept len", "ITL est"))
@@ -168,6 +179,31 @@ def sim_eagle3():
             print("%5d %12.1f %12.1f %13.4fx %12s %8s" % (c, lv["output_tok_s"], lv["server_tok_s"],
                                                           lv["server_ratio"], lv["accept_length"],
                                                           lv["itl_estimated"]))
+    finally:
+        srv.stop()
+
+
+RATE_LEVELS = (16, 64)
+
+
+def sim_rates():
+    srv = start_eagle3_sim()
+    print("simulated EAGLE-3 (input 256, output 256, ignore_eos); server: its counters over the level")
+    print("%5s %8s %9s %12s %8s %8s %12s %8s %14s %12s %12s %7s" % (
+        "conc", "requests", "tok/s", "server tok/s", "ratio", "req/s", "server req/s", "ratio",
+        "counted/server", "ITL tok p50", "ITL chunk p50", "accept"))
+    try:
+        for c in RATE_LEVELS:
+            for n in (192, None):
+                p = params(srv.url, c, 256)
+                p.update(input_len=256, warmup_requests=None, requests_per_level=n)
+                lv = run_benchmark(p)["levels"][0]
+                counted = lv["completed"] / lv["duration_s"]  # counted completions only, for comparison
+                print("%5d %8d %9.1f %12.1f %7.4fx %8.3f %12.3f %7.4fx %13.4fx %12.2f %12.2f %7s" % (
+                    c, lv["requests"], lv["output_tok_s"], lv["server_tok_s"],
+                    lv["output_tok_s"] / lv["server_tok_s"], lv["requests_per_s"], lv["server_req_s"],
+                    lv["requests_per_s"] / lv["server_req_s"], counted / lv["server_req_s"],
+                    lv["itl_ms"]["p50"], lv["itl_chunk_ms"]["p50"], lv["accept_length"]))
     finally:
         srv.stop()
 
@@ -206,8 +242,11 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sim", action="store_true")
     ap.add_argument("--variable", action="store_true", help="random lengths (and EAGLE-3 with --sim)")
+    ap.add_argument("--rates", action="store_true", help="tok/s and req/s against the server's counters")
     args = ap.parse_args()
-    if args.variable:
+    if args.rates:
+        sim_rates()
+    elif args.variable:
         variable()
         if args.sim:
             sim_eagle3()

@@ -26,8 +26,9 @@ description:
     runs from the first counted request sent to the last counted request ended; output tok/s
     is every token of a completed request that arrived inside it, whichever request carried it
     (the warm-up's tail included), over the window, so variable-length outputs (speculative
-    decoding, EOS) do not bias it. With C(/metrics) on, the server's own counter gives RV(levels[].server_tok_s) and
-    RV(levels[].server_ratio) over the whole level. docs/benchmark.md defines every figure
+    decoding, EOS) do not bias it. Requests per second count each request's share of tokens
+    inside the window. With C(/metrics) on, the server's own counters give RV(levels[].server_tok_s),
+    RV(levels[].server_ratio) and RV(levels[].server_req_s) over the whole level. docs/benchmark.md defines every figure
     next to sglang.bench_serving's and C(vllm bench serve)'s.
   - A request fails on an HTTP error, an error or malformed stream event, a cut stream, a
     timeout or no content; it fails alone, never the run. Failed requests' tokens are never in
@@ -42,7 +43,8 @@ description:
     chunk come from the running C(usage.completion_tokens) of each chunk
     (C(stream_options.continuous_usage_stats), honoured by SGLang and vLLM); when a server
     does not send it, a request's tokens are spread evenly over its chunks. RV(levels[].itl_token_source)
-    says which applied.
+    says which applied. RV(levels[].itl_chunk_ms) is the gap between chunks, as sglang.bench_serving's
+    ITL; on a speculative server, one verify step.
   - Speculative acceptance length is measured for each level only, from server counters
     read just before and just after the level (warm-up included, other traffic excluded).
     SGLang with C(--enable-metrics) gives d(C(sglang:generation_tokens_total)) /
@@ -298,7 +300,10 @@ levels:
       type: float
       sample: 2370.4
     requests_per_s:
-      description: Requests completed inside the window (warm-up included) per second of it.
+      description: >-
+        Requests' work inside the window / RV(levels[].duration_s): a counted request counts 1, a
+        warm-up request the share of its tokens that arrived inside the window (sglang.bench_serving's
+        completed / duration when only counted requests run in the window).
       type: float
       sample: 9.3
     counted_output_tokens:
@@ -340,12 +345,22 @@ levels:
     server_ratio:
       description: RV(levels[].level_output_tokens) / the counter delta (1.0 when every token was seen).
       type: float
+    server_req_s:
+      description: >-
+        The server's finished-request counter delta (C(sglang:num_requests_total),
+        C(vllm:request_success_total)) over the level / RV(levels[].level_span_s); null without C(/metrics).
+      type: float
     ttft_ms:
       description: Time to first token, C(mean), C(p50), C(p90), C(p99).
       type: dict
       sample: {"mean": 812.1, "p50": 790.2, "p90": 1010.5, "p99": 1203.3}
     itl_ms:
       description: Inter-token latency per token (see description), C(mean), C(p50), C(p90), C(p99).
+      type: dict
+    itl_chunk_ms:
+      description: >-
+        Gap between consecutive content chunks, one entry a gap (sglang.bench_serving's ITL),
+        C(mean), C(p50), C(p90), C(p99); on a speculative server about accept length x RV(levels[].itl_ms).
       type: dict
     tpot_ms:
       description: Time per output token after the first, C(mean), C(p50), C(p90), C(p99).

@@ -1,8 +1,9 @@
 """Every command line the example inventory makes, parsed by the real SGLang parser.
 
 The roles compose the launch for inventories/example-blackwell (the base server and the
-EAGLE-3 server, each without and with an API key): sglang_server's command.yml and
-eagle_drafter's args.yml run in ansible-playbook against the example's host gpu01 (connection
+EAGLE-3 server, each without and with an API key): _server's plan.yml (with sglang_server's
+mapping of its variables, tests/support/server_role.py) and eagle_drafter's args.yml run in
+ansible-playbook against the example's host gpu01 (connection
 local, paths moved under tmp_path), and the secret --config file is written from the role's own
 task. Each argv then goes through real sglang 0.5.23's `prepare_server_args` (and its
 --config merger), as `sglang serve` hands it over (sim/realsglang.py: the pinned wheel,
@@ -18,25 +19,22 @@ import yaml
 
 from tests.support.ansible import run_playbook
 from tests.support.paths import PYTHON, REPO
+from tests.support.server_role import play
 
 INVENTORY = os.path.join(REPO, "inventories", "example-blackwell")
-LAUNCH_TASKS = os.path.join(REPO, "roles", "sglang_server", "tasks", "launch.yml")
+LAUNCH_TASKS = os.path.join(REPO, "roles", "_server", "tasks", "launch.yml")
 KEY = "gf-EXAMPLE-KEY-5a1e"
 
-RENDER = """\
-- name: Compose the example's launches through the roles
-  hosts: gpu01
-  gather_facts: false
-  tasks:
+RENDER_TASKS = """\
     - name: The base server
       ansible.builtin.include_role:
-        name: gpufleet.serving.sglang_server
-        tasks_from: command
+        name: gpufleet.serving._server
+        tasks_from: plan
         public: true
     - name: Keep the base argv
       ansible.builtin.set_fact:
-        rendered_base: "{{ _sglang_server_argv }}"
-        rendered_base_launch: "{{ _sglang_server_launch_argv }}"
+        rendered_base: "{{ _server_plan.argv }}"
+        rendered_base_launch: "{{ _server_plan.launch_argv }}"
     - name: The drafter's settings
       ansible.builtin.include_role:
         name: gpufleet.serving.eagle_drafter
@@ -44,8 +42,8 @@ RENDER = """\
         public: true
     - name: The EAGLE-3 server, as eagle_drafter's main.yml hands it to sglang_server
       ansible.builtin.include_role:
-        name: gpufleet.serving.sglang_server
-        tasks_from: command
+        name: gpufleet.serving._server
+        tasks_from: plan
         public: true
       vars:
         sglang_server_speculative_args: "{{ _eagle_drafter_speculative_args }}"
@@ -54,7 +52,7 @@ RENDER = """\
     - name: Write the argv
       ansible.builtin.copy:
         content: "{{ {'base': rendered_base, 'base_launch': rendered_base_launch,
-                      'eagle': _sglang_server_argv} | to_json }}"
+                      'eagle': _server_plan.argv} | to_json }}"
         dest: "{{ out_dir }}/argv.json"
         mode: "0600"
     - name: Create the state directory
@@ -65,7 +63,7 @@ RENDER = """\
     - name: Write the secret config as the role's launch.yml does
       ansible.builtin.copy:
         content: "{{ secret_content }}"
-        dest: "{{ _sglang_server_secret_config }}"
+        dest: "{{ _server_plan.paths.secret_config }}"
         mode: "0600"
       no_log: true
       when: sglang_server_api_key | length > 0
@@ -83,7 +81,8 @@ def render(tmp_path, key):
     out = tmp_path / "out"
     out.mkdir()
     playbook = tmp_path / "render.yml"
-    playbook.write_text(RENDER)
+    playbook.write_text(play("sglang_server", "Compose the example's launches through the roles", RENDER_TASKS,
+                             hosts="gpu01"))
     extra = {"ansible_connection": "local", "ansible_python_interpreter": PYTHON, "ansible_become": False,
              "out_dir": str(out), "sglang_server_state_dir": str(tmp_path / "state"),
              "sglang_server_log_dir": str(tmp_path / "log"), "sglang_server_supervisor": "process",

@@ -1,13 +1,20 @@
-"""The fleet playbooks end to end: real ansible-playbook, real SSH, simulated hosts.
+"""The fleet playbooks end to end, for each engine: real ansible-playbook, real SSH, simulated
+hosts running the simulated `sglang serve` or `vllm serve` (sim/bin, beside the inventory's
+ENGINE_server_python).
 
-Every test brings up its own simulated fleet (sim/simctl fleet up) on its own
-sshd and SGLang ports and takes it down in a finalizer; the only processes a test kills
-are a fleet host's namespace init (by its recorded PID) and holders it started.
+Every test brings up its own simulated fleet (sim/simctl fleet up) on its own sshd and server
+ports and takes it down in a finalizer; the only processes a test kills are a fleet host's
+namespace init (by its recorded PID), an API server by its recorded PID, and holders it started.
 Benchmarks are kept short (levels [1, 4], 32-token outputs) so the file stays in minutes.
+
+swap_to_eagle.yml, benchmark.yml and swap_to_base.yml run for both engines; a lost host, the
+resets and the hung server with SGLang; launch/keep/teardown, an unknown engine and the
+survivors of a killed API server (VLLM::EngineCore and its workers) with vLLM.
 """
 import json
 import subprocess
 
+import pytest
 from _fleet_fixtures import REPO, ansible_env, needs_fleet, start_fleet, wait_for
 
 pytestmark = needs_fleet
@@ -21,33 +28,46 @@ def summary_lines(output, host):
     return [line for line in output.splitlines() if '"%s: ' % host in line]
 
 
-def test_swap_to_eagle_end_to_end(request, tmp_path):
-    fleet = start_fleet(request, tmp_path, 2, 2401)
-    report_dir = tmp_path / "report"
-    # No server runs yet: the baseline step launches the base server first.
-    run = fleet.playbook("swap_to_eagle.yml", dict(SHORT_BENCH, swap_report_dir=str(report_dir)))
-    assert run.returncode == 0, run.output[-6000:]
+def vllm_vars(fleet, **extra):
+    return dict({"engine": "vllm", "vllm_server_port": fleet.server_port,
+                 "vllm_server_progress_interval": 2, "vllm_server_ready_timeout": 120}, **extra)
 
-    for name in ("benchmark.json", "benchmark.md", "benchmark.png", "swap_summary.json"):
-        assert (report_dir / name).is_file(), name
-    markdown = (report_dir / "benchmark.md").read_text()
-    for host in ("sim-h1", "sim-h2"):
-        assert "| %s | sglang |" % host in markdown
-        assert "| %s | sglang+eagle3 |" % host in markdown
-    report = json.loads((report_dir / "benchmark.json").read_text())
-    assert sorted(report["hosts"]) == ["sim-h1", "sim-h2"]
+
+def gpus(fleet, index):
+    return fleet.module(fleet.name(index), "gpufleet.serving.gpu_info")["gpus"]
+
+
+def holder_titles(fleet, index):
+    return [h["cmdline"] for g in gpus(fleet, index) for h in g["holders"]]
+
+
+def all_free(fleet, index):
+    found = gpus(fleet, index)
+    return len(found) == 8 and all(g["used_mib"] == 0 and not g["holders"] for g in found)
+
+
+def api_server_pid(fleet, index):
+    state = fleet.host_dir(index) / "lib" / "gpufleet-serving" / ("vllm-%d.json" % fleet.server_port)
+    return int(json.loads(state.read_text())["pid"])
+
+
+def sglang_speculative(fleet, index):
+    return fleet.server_info(index)["speculative_algorithm"] == "EAGLE3"
+
+
+def vllm_speculative(fleet, index):
+    state = fleet.host_dir(index) / "lib" / "gpufleet-serving" / ("vllm-%d.json" % fleet.server_port)
+    return "--speculative-config" in state.read_text()
+
+
+def sglang_eagle_checks(fleet, run, report):
+    """SGLang + EAGLE-3 at least 1.5x single-stream; the drafter's memory on every GPU of the TP8 server."""
     for host, entry in report["hosts"].items():
         base, eagle = entry["baseline"], entry["candidate"]
         assert eagle["single_stream_tok_s"] > 1.5 * base["single_stream_tok_s"], (host, base, eagle)
-        assert eagle["accept_length"] and eagle["accept_length"] > 1.5
-        assert base["failed"] == 0 and eagle["failed"] == 0
-    summary = json.loads((report_dir / "swap_summary.json").read_text())
-    assert sorted(h["outcome"] for h in summary["hosts"]) == ["ok", "ok"]
     assert "Show the comparison" in run.output and "sglang+eagle3/sglang" in run.output
-
-    for index in (1, 2):
+    for index in range(1, fleet.hosts + 1):
         info = fleet.server_info(index)
-        assert info["speculative_algorithm"] == "EAGLE3"
         gpus = fleet.module(fleet.name(index), "gpufleet.serving.gpu_info")["gpus"]
         assert len(gpus) == 8
         for gpu in gpus:
@@ -56,6 +76,81 @@ def test_swap_to_eagle_end_to_end(request, tmp_path):
             assert gpu["used_mib"] > info["mem_fraction_static"] * gpu["total_mib"], gpu
             titles = [h["cmdline"] for h in gpu["holders"]]
             assert any(t.startswith("sglang::scheduler_TP%d" % gpu["index"]) for t in titles), titles
+
+
+def sglang_base_checks(fleet):
+    for index in range(1, fleet.hosts + 1):
+        info = fleet.server_info(index)
+        assert info["speculative_algorithm"] is None
+        assert info["speculative_draft_model_path"] is None
+
+
+def vllm_eagle_checks(fleet, run, report):
+    """Acceptance from vLLM's spec_decode counters (1 + accepted / drafts): none without a drafter."""
+    for entry in report["hosts"].values():
+        assert entry["baseline"]["accept_length"] is None, entry["baseline"]
+
+
+# Per engine: the fleet (SGLang on two hosts also swaps them in parallel), the variables that
+# select the engine, how a host shows that its server runs the drafter, and the checks only one
+# engine's server can answer.
+ENGINES = {
+    "sglang": {"hosts": 2, "ssh_port": 2401, "vars": lambda fleet: {}, "title": "SGLang",
+               "speculative": sglang_speculative, "eagle_checks": sglang_eagle_checks,
+               "base_checks": sglang_base_checks},
+    "vllm": {"hosts": 1, "ssh_port": 2482, "vars": lambda fleet: vllm_vars(fleet), "title": "vLLM",
+             "speculative": vllm_speculative, "eagle_checks": vllm_eagle_checks,
+             "base_checks": lambda fleet: None},
+}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_swap_to_eagle_benchmark_and_back_to_base(request, tmp_path, engine):
+    spec = ENGINES[engine]
+    fleet = start_fleet(request, tmp_path, spec["hosts"], spec["ssh_port"])
+    hosts = [fleet.name(i) for i in range(1, spec["hosts"] + 1)]
+    report_dir = tmp_path / "report"
+    # No server runs yet: the baseline step launches the base server first.
+    run = fleet.playbook("swap_to_eagle.yml", dict(spec["vars"](fleet), swap_report_dir=str(report_dir),
+                                                   **SHORT_BENCH))
+    assert run.returncode == 0, run.output[-6000:]
+    for name in ("benchmark.json", "benchmark.md", "benchmark.png", "swap_summary.json"):
+        assert (report_dir / name).is_file(), name
+    markdown = (report_dir / "benchmark.md").read_text()
+    for host in hosts:
+        assert "| %s | %s |" % (host, engine) in markdown and "| %s | %s+eagle3 |" % (host, engine) in markdown
+    assert "%s vs %s + EAGLE-3" % (spec["title"], spec["title"]) in markdown
+    report = json.loads((report_dir / "benchmark.json").read_text())
+    assert sorted(report["hosts"]) == hosts
+    for entry in report["hosts"].values():
+        base, eagle = entry["baseline"], entry["candidate"]
+        assert eagle["accept_length"] is not None and eagle["accept_length"] > 1.5, eagle
+        assert base["failed"] == 0 and eagle["failed"] == 0
+    summary = json.loads((report_dir / "swap_summary.json").read_text())
+    assert [h["outcome"] for h in summary["hosts"]] == ["ok"] * len(hosts), summary
+    assert all(spec["speculative"](fleet, i) for i in range(1, len(hosts) + 1))
+    spec["eagle_checks"](fleet, run, report)
+
+    bench = fleet.playbook("benchmark.yml", dict(spec["vars"](fleet), bench_levels=[1], bench_requests_per_level=2,
+                                                 bench_output_len=32, bench_label=engine + "+eagle3",
+                                                 bench_report_dir=str(tmp_path / "bench")))
+    assert bench.returncode == 0, bench.output[-6000:]
+    line = summary_lines(bench.output, "sim-h1")[-1]
+    assert "sim-h1: ok, http://%s:%d" % (fleet.address(1), fleet.server_port) in line, line
+    measured = json.loads((tmp_path / "bench" / "benchmark.json").read_text())["hosts"]["sim-h1"]["baseline"]
+    assert measured["accept_length"] > 1.5, measured
+
+    back = fleet.playbook("swap_to_base.yml", dict(spec["vars"](fleet), swap_benchmark=True, swap_bench_levels=[1],
+                                                   swap_bench_requests_per_level=2, swap_bench_output_len=32,
+                                                   swap_report_dir=str(tmp_path / "back")))
+    assert back.returncode == 0, back.output[-6000:]
+    for index, host in enumerate(hosts, 1):
+        line = summary_lines(back.output, host)[-1]
+        assert "ok, base server" in line and "relaunched" in line, line
+        assert not spec["speculative"](fleet, index)
+    spec["base_checks"](fleet)
+    report = json.loads((tmp_path / "back" / "benchmark.json").read_text())
+    assert sorted(report["hosts"]) == hosts
 
 
 def test_swap_to_eagle_host_lost_mid_run(request, tmp_path):
@@ -103,27 +198,54 @@ def test_swap_to_eagle_host_lost_mid_run(request, tmp_path):
     assert "swap_to_eagle did not complete on ['sim-h2']" in output
 
 
-def test_swap_to_base_after_swap_to_eagle(request, tmp_path):
-    fleet = start_fleet(request, tmp_path, 2, 2403)
-    run = fleet.playbook("swap_to_eagle.yml", dict(SHORT_BENCH, swap_baseline=False,
-                                                   swap_report_dir=str(tmp_path / "r1")))
-    assert run.returncode == 0, run.output[-6000:]
-    before = [fleet.server_info(i) for i in (1, 2)]
-    assert [i["speculative_algorithm"] for i in before] == ["EAGLE3", "EAGLE3"]
+def test_vllm_launch_keep_teardown_and_an_unknown_engine(request, tmp_path):
+    fleet = start_fleet(request, tmp_path, 2, 2481)
+    refused = fleet.playbook("launch.yml", {"engine": "tgi"})
+    assert refused.returncode != 0
+    assert "engine must be one of sglang, vllm, not 'tgi'" in refused.output, refused.output[-3000:]
 
-    back = fleet.playbook("swap_to_base.yml", {"swap_benchmark": True, "swap_bench_levels": [1],
-                                               "swap_bench_requests_per_level": 2,
-                                               "swap_bench_output_len": 32,
-                                               "swap_report_dir": str(tmp_path / "r2")})
-    assert back.returncode == 0, back.output[-6000:]
+    run = fleet.playbook("launch.yml", vllm_vars(fleet))
+    assert run.returncode == 0, run.output[-6000:]
     for index in (1, 2):
-        info = fleet.server_info(index)
-        assert info["speculative_algorithm"] is None
-        assert info["speculative_draft_model_path"] is None
-        line = summary_lines(back.output, fleet.name(index))[-1]
-        assert "ok, base server" in line and "relaunched" in line, line
-    report = json.loads((tmp_path / "r2" / "benchmark.json").read_text())
-    assert sorted(report["hosts"]) == ["sim-h1", "sim-h2"]
+        url = "http://%s:%d" % (fleet.address(index), fleet.server_port)
+        line = summary_lines(run.output, fleet.name(index))[-1]
+        assert url in line and "relaunched, ready after" in line, line
+        titles = holder_titles(fleet, index)
+        assert any(t.startswith("VLLM::Worker_TP") for t in titles), titles
+        assert not any(t.startswith("sglang::") for t in titles), titles
+
+    again = fleet.playbook("launch.yml", vllm_vars(fleet))
+    assert again.returncode == 0, again.output[-6000:]
+    assert "kept running (healthy, same configuration)" in summary_lines(again.output, "sim-h1")[-1]
+
+    down = fleet.playbook("teardown.yml", vllm_vars(fleet))
+    assert down.returncode == 0, down.output[-6000:]
+    for index in (1, 2):
+        line = summary_lines(down.output, fleet.name(index))[-1]
+        assert "stopped vllm-%d (was running: True)" % fleet.server_port in line, line
+        assert all_free(fleet, index), gpus(fleet, index)
+
+
+def test_vllm_survivors_of_a_killed_api_server_through_teardown_and_reset(request, tmp_path):
+    fleet = start_fleet(request, tmp_path, 1, 2483)
+    survivors = vllm_vars(fleet, vllm_server_extra_args=["--sim-survivors"])
+    for playbook, extra in (("teardown.yml", {}), ("reset.yml", {"reset_summary_file": str(tmp_path / "reset.json")})):
+        run = fleet.playbook("launch.yml", survivors)
+        assert run.returncode == 0, run.output[-6000:]
+        fleet.ssh(1, "kill -9 %d" % api_server_pid(fleet, 1))
+        titles = holder_titles(fleet, 1)
+        assert any(t.startswith("VLLM::Worker_TP") for t in titles), titles  # the survivors keep the GPUs
+
+        down = fleet.playbook(playbook, dict(survivors, **extra))
+        assert down.returncode == 0, down.output[-6000:]
+        assert all_free(fleet, 1), gpus(fleet, 1)
+        if playbook == "teardown.yml":
+            line = summary_lines(down.output, "sim-h1")[-1]
+            assert "(was running: False)" in line and "VLLM::EngineCore" in line, line
+        else:
+            (host,) = json.loads((tmp_path / "reset.json").read_text())["hosts"]
+            assert host["outcome"] == "clean", host
+            assert any(c.startswith("VLLM::EngineCore") for c in host["killed_commands"]), host
 
 
 def test_reset_hung_server_and_protected_daemon(request, tmp_path):

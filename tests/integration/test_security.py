@@ -23,8 +23,10 @@ from simlib import fakegpu
 
 from tests.support.ansible import run_module, run_playbook
 from tests.support.paths import PYTHON, REPO, SIM
+from tests.support.server_role import mapping, play
 
 ROLE = os.path.join(REPO, "roles", "sglang_server")
+SERVER_ROLE = os.path.join(REPO, "roles", "_server")  # the task graph sglang_server hands its variables to
 PLAYBOOKS = Path(REPO) / "playbooks"
 SECRET = "gf-UNIQUE-SECRET-8d1f3a7c55e2"
 SHORT_BENCH = {"swap_bench_levels": [1], "swap_bench_requests_per_level": 2,
@@ -207,26 +209,22 @@ def test_api_key_secret_loopback_and_file_modes(request, tmp_path):
 
 # ---- what the role would write: defaults and the systemd files -------------------------
 
-RENDER_PLAYBOOK = """\
-- name: Render the role's command, unit and environment file
-  hosts: localhost
-  gather_facts: false
-  tasks:
+RENDER_TASKS = """\
     - name: Compose the launch as the role does
       ansible.builtin.include_role:
-        name: gpufleet.serving.sglang_server
-        tasks_from: command
+        name: gpufleet.serving._server
+        tasks_from: plan
         public: true
     - name: Render the unit and the environment file
       ansible.builtin.template:
         src: "{role}/templates/{{{{ item }}}}.j2"
         dest: "{{{{ out_dir }}}}/{{{{ item }}}}"
         mode: "0600"
-      loop: [sglang.service, sglang.env]
+      loop: [server.service, server.env]
     - name: Write what the role composed
       ansible.builtin.copy:
-        content: "{{{{ {{'argv': _sglang_server_argv, 'launch': _sglang_server_launch_argv, 'url': _sglang_server_url,
-                       'env': _sglang_server_env}} | to_json }}}}"
+        content: "{{{{ {{'argv': _server_plan.argv, 'launch': _server_plan.launch_argv, 'url': _server_plan.url,
+                       'env': _server_plan.env}} | to_json }}}}"
         dest: "{{{{ out_dir }}}}/composed.json"
         mode: "0600"
 """
@@ -234,7 +232,8 @@ RENDER_PLAYBOOK = """\
 
 def render_role(tmp_path, **role_vars):
     playbook = tmp_path / "render.yml"
-    playbook.write_text(RENDER_PLAYBOOK.format(role=ROLE))
+    playbook.write_text(play("sglang_server", "Render the role's command, unit and environment file",
+                             RENDER_TASKS.format(role=SERVER_ROLE)))
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     extra = {"out_dir": str(out_dir), "sglang_server_supervisor": "systemd",
@@ -243,7 +242,7 @@ def render_role(tmp_path, **role_vars):
     proc = run_playbook(playbook, extra, flags=["-vv"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     composed = json.loads((out_dir / "composed.json").read_text())
-    return composed, (out_dir / "sglang.service").read_text(), (out_dir / "sglang.env").read_text(), \
+    return composed, (out_dir / "server.service").read_text(), (out_dir / "server.env").read_text(), \
         proc.stdout + proc.stderr
 
 
@@ -276,38 +275,39 @@ def test_role_defaults_loopback_and_key_only_in_config_file(tmp_path):
 
 
 def _tasks(name):
-    with open(os.path.join(ROLE, "tasks", name)) as handle:
+    with open(os.path.join(SERVER_ROLE, "tasks", name)) as handle:
         return {t["name"]: t for t in yaml.safe_load(handle)}
 
 
 def test_role_task_files_write_with_tight_modes():
     launch = _tasks("launch.yml")
     log_dir = launch["Create the log directory"]["ansible.builtin.file"]
-    assert (log_dir["path"], log_dir["state"], log_dir["mode"]) == ("{{ sglang_server_log_dir }}", "directory", "0750")
+    assert (log_dir["path"], log_dir["state"], log_dir["mode"]) == ("{{ server_log_dir }}", "directory", "0750")
     state_dir = launch["Create the state directory"]["ansible.builtin.file"]
     assert (state_dir["path"], state_dir["state"], state_dir["mode"]) == (
-        "{{ sglang_server_state_dir }}", "directory", "0700")
+        "{{ server_state_dir }}", "directory", "0700")
     secret = launch["Write the API key where only root can read it"]
     assert secret["ansible.builtin.copy"]["mode"] == "0600" and secret["no_log"] is True
-    assert secret["ansible.builtin.copy"]["dest"] == "{{ _sglang_server_secret_config }}"
+    assert secret["ansible.builtin.copy"]["dest"] == "{{ _server_plan.paths.secret_config }}"
 
     redactor = launch["Install the log redactor (the server prints the key in its log)"]
     assert redactor["ansible.builtin.copy"]["mode"] == "0700"
-    assert redactor["ansible.builtin.copy"]["dest"] == "{{ _sglang_server_redactor }}"
+    assert redactor["ansible.builtin.copy"]["dest"] == "{{ _server_plan.paths.redactor }}"
 
     systemd = _tasks("systemd_start.yml")
     log_file = systemd["Create the server log, readable by root and its group only"]["ansible.builtin.file"]
-    assert (log_file["path"], log_file["state"], log_file["mode"]) == ("{{ _sglang_server_log }}", "touch", "0640")
+    assert (log_file["path"], log_file["state"], log_file["mode"]) == ("{{ _server_plan.paths.log }}", "touch", "0640")
     env_file = systemd["Write the server's environment (mode 0600)"]["ansible.builtin.template"]
-    assert (env_file["src"], env_file["mode"]) == ("sglang.env.j2", "0600")
+    assert (env_file["src"], env_file["mode"]) == ("server.env.j2", "0600")
+    assert env_file["dest"] == "{{ _server_plan.paths.env_file }}"
     unit = systemd["Write the unit"]["ansible.builtin.template"]
-    assert (unit["src"], unit["mode"]) == ("sglang.service.j2", "0600")
+    assert (unit["src"], unit["mode"]) == ("server.service.j2", "0600")
     fingerprint = systemd["Record the fingerprint"]["ansible.builtin.copy"]
     assert fingerprint["mode"] == "0600"
     # The stop removes the key file of a stopped server.
     teardown = _tasks("teardown.yml")
     removal = teardown["Remove the API key file of a stopped server"]["ansible.builtin.file"]
-    assert (removal["path"], removal["state"]) == ("{{ _sglang_server_secret_config }}", "absent")
+    assert (removal["path"], removal["state"]) == ("{{ _server_plan.paths.secret_config }}", "absent")
 
 
 # ---- sweep_users: another user's GPU holder ----------------------------------------------
@@ -373,11 +373,11 @@ def test_sweep_users_spares_other_users_holders(gpu_root, ns):
 def test_both_roles_hand_their_sweep_users_to_the_release():
     # The module spares other users' holders (test above) only if the roles pass the list on:
     # on a shared host a launch must not kill another user's job holding one of its GPUs.
+    release = [t["gpufleet.serving.gpu_release"] for t in _tasks("teardown.yml").values()
+               if "gpufleet.serving.gpu_release" in t]
+    assert [r["sweep_users"] for r in release] == ["{{ server_release_sweep_users }}"]
     for engine in ("sglang", "vllm"):
         role = os.path.join(REPO, "roles", "%s_server" % engine)
-        with open(os.path.join(role, "tasks", "teardown.yml")) as handle:
-            tasks = yaml.safe_load(handle)
-        release = [t["gpufleet.serving.gpu_release"] for t in tasks if "gpufleet.serving.gpu_release" in t]
-        assert [r["sweep_users"] for r in release] == ["{{ %s_server_release_sweep_users }}" % engine]
+        assert mapping("%s_server" % engine)["server_release_sweep_users"] == "{{ %s_server_release_sweep_users }}" % engine
         with open(os.path.join(role, "defaults", "main.yml")) as handle:
             assert yaml.safe_load(handle)["%s_server_release_sweep_users" % engine] == []

@@ -75,7 +75,7 @@ def test_unwritable_log_dir_is_a_clear_error(tmp_path):
 # ---- the log redactor the sglang_server role puts in front of a server with a key --------
 
 REDACTOR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "roles", "sglang_server", "files", "log_redact.py")
+                        "roles", "_server", "files", "log_redact.py")
 KEY = "gf-REDACT-ME-9f2c41"
 # Logs the key as real SGLang 0.5.23 does (srt/entrypoints/engine.py:
 # logger.info(f"server_args={...}") with 'api_key' in the dict), also on stderr and cut

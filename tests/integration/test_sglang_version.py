@@ -1,6 +1,7 @@
 """The sglang_server role reads the host's sglang version before a launch and warns, not fails.
 
-roles/sglang_server/tasks/version.yml runs in ansible-playbook on localhost with
+roles/_server/tasks/version.yml runs in ansible-playbook on localhost, with sglang_server's
+mapping of its variables (tests/support/server_role.py) and
 `sglang_server_python` set to: the simulated hosts' interpreter (its sglang is 0.5.23, the
 tested version: no warning), a stand-in interpreter that reports another version, and an
 interpreter without sglang (version unknown). The play goes on in every case; only an entry
@@ -13,37 +14,34 @@ import yaml
 
 from tests.support.ansible import run_playbook
 from tests.support.paths import PYTHON, REPO
+from tests.support.server_role import play
 
 TESTED = yaml.safe_load(open(os.path.join(REPO, "roles", "sglang_server", "vars", "main.yml")))[
     "sglang_server_tested_version"]
 
-PLAYBOOK = """\
-- name: Read the host's sglang version as the role does before a launch
-  hosts: localhost
-  gather_facts: false
-  tasks:
+TASKS = """\
     - name: Compose the launch (the entry point)
       ansible.builtin.include_role:
-        name: gpufleet.serving.sglang_server
-        tasks_from: command
+        name: gpufleet.serving._server
+        tasks_from: plan
         public: true
       vars:
         sglang_server_model_path: /models/m
         sglang_server_supervisor: process
     - name: Compare
       ansible.builtin.include_role:
-        name: gpufleet.serving.sglang_server
+        name: gpufleet.serving._server
         tasks_from: version
         public: true
     - name: Still here
       ansible.builtin.debug:
-        msg: "VERSION-READ={{ _sglang_server_installed_version }}"
+        msg: "VERSION-READ={{ _server_plan.engine_version }}"
 """
 
 
 def run(tmp_path, python, rc=0, **more):
     playbook = tmp_path / "version.yml"
-    playbook.write_text(PLAYBOOK)
+    playbook.write_text(play("sglang_server", "Read the host's sglang version as the role does before a launch", TASKS))
     extra = {"sglang_server_python": python, "sglang_server_entry_point": python}
     extra.update(more)
     proc = run_playbook(playbook, extra)

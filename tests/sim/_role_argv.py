@@ -1,9 +1,10 @@
 """The launch command lines the roles compose, rendered from the role files themselves.
 
 Ansible's own templar evaluates, in task order, the set_fact and include_role expressions
-of roles/eagle_drafter/tasks/main.yml, the arguments that roles/sglang_server/tasks/command.yml
-hands to gpufleet.serving.server_plan, and the secret --config file's content from
-roles/sglang_server/tasks/launch.yml, over the role defaults and an inventory's group_vars;
+of roles/eagle_drafter/tasks/main.yml, the mapping of roles/sglang_server/tasks/main.yml onto
+gpufleet.serving._server's inputs, the arguments that roles/_server/tasks/plan.yml hands to
+gpufleet.serving.server_plan, and the secret --config file's content from
+roles/_server/tasks/launch.yml, over the role defaults and an inventory's group_vars;
 server_plan's own compose() (plugins/module_utils/_server/plan.py) then builds the argv. No
 play runs, so this takes well under a second and follows any change to those files.
 """
@@ -45,7 +46,7 @@ def _render(variables, expr):
 
 def _set_facts(variables, tasks_file, only=None):
     """Render the file's set_fact and include_role vars in order. A fact that needs a task's
-    result (a registered variable) is left out; the argv's own rendering then names it."""
+    result (a registered variable) or a plugin is left out; the argv's own rendering then names it."""
     for task in _load(tasks_file):
         facts = task.get("ansible.builtin.set_fact")
         if facts:
@@ -58,15 +59,26 @@ def _set_facts(variables, tasks_file, only=None):
                             raise
         include = task.get("ansible.builtin.include_role")
         if include and task.get("vars"):
-            rendered = {k: _render(variables, v) for k, v in task["vars"].items()}
+            rendered = {}
+            for name, expr in task["vars"].items():
+                try:
+                    rendered[name] = _render(variables, expr)
+                except AnsibleError:  # e.g. a lookup plugin, not loaded here: the argv does not need it
+                    pass
             variables.update(rendered)
 
 
+# What `default(omit)` renders to here: the argument is then left out, as Ansible leaves it out.
+_OMIT = "__omit_place_holder__role_argv"
+
+
 def _plan_params(variables):
-    """The server_plan arguments of command.yml, rendered; types as the module's argument_spec has them."""
-    (task,) = [t for t in _load(os.path.join(ROLES, "sglang_server", "tasks", "command.yml"))
+    """The server_plan arguments of plan.yml, rendered; types as the module's argument_spec has them."""
+    (task,) = [t for t in _load(os.path.join(ROLES, "_server", "tasks", "plan.yml"))
                if "gpufleet.serving.server_plan" in t]
+    variables = dict(variables, omit=_OMIT)
     params = {k: _render(variables, v) for k, v in task["gpufleet.serving.server_plan"].items()}
+    params = {k: v for k, v in params.items() if v != _OMIT}
     params["enable_metrics"] = boolean(params["enable_metrics"])
     for name in ("speculative_args", "extra_args"):
         params[name] = [str(a) for a in params[name] or []]
@@ -74,11 +86,13 @@ def _plan_params(variables):
 
 
 def inventory_vars(inventory=EXAMPLE):
-    """Role defaults, then the inventory's group_vars (the later file wins)."""
+    """Role defaults, then the inventory's group_vars (the later file wins), then role vars."""
     variables = {}
     for role in ("sglang_server", "eagle_drafter"):
         variables.update(_load(os.path.join(ROLES, role, "defaults", "main.yml")) or {})
     for path in sorted(glob.glob(os.path.join(inventory, "group_vars", "*.yml"))):
+        variables.update(_load(path) or {})
+    for path in sorted(glob.glob(os.path.join(ROLES, "*", "vars", "main.yml"))):
         variables.update(_load(path) or {})
     return variables
 
@@ -94,17 +108,16 @@ def render(eagle=False, api_key="", overrides=None, inventory=EXAMPLE):
             tasks = os.path.join(ROLES, "eagle_drafter", "tasks", name)
             if os.path.exists(tasks):
                 _set_facts(variables, tasks)
+    _set_facts(variables, os.path.join(ROLES, "sglang_server", "tasks", "main.yml"))
     composed = _plan.compose(_plan_params(variables))
-    variables["_sglang_server_secret_config"] = composed["paths"]["secret_config"]
-    variables["_sglang_server_entry_point"] = composed["entry_point"]
-    variables["_sglang_server_argv"] = composed["argv"]
+    variables["_server_plan"] = composed
     secret = None
     if api_key:
-        for task in _load(os.path.join(ROLES, "sglang_server", "tasks", "launch.yml")):
+        for task in _load(os.path.join(ROLES, "_server", "tasks", "launch.yml")):
             copy = task.get("ansible.builtin.copy") or {}
-            if copy.get("dest") == "{{ _sglang_server_secret_config }}":
+            if copy.get("dest") == "{{ _server_plan.paths.secret_config }}":
                 secret = _render(variables, copy["content"])
-    return [str(a) for a in variables["_sglang_server_argv"]], secret
+    return [str(a) for a in composed["argv"]], secret
 
 
 def split_entry(argv):

@@ -4,6 +4,7 @@ Every server runs in a session (process group) of its own, so stopping it can en
 exactly the tree it started (orphaned workers included) and nothing else.
 """
 import http.client
+import importlib.util
 import json
 import os
 import signal
@@ -27,6 +28,16 @@ MISMATCHED = os.path.join(MODELS, "mismatched-eagle3")
 HOST = "127.0.0.1"
 FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.2", "--sim-kv-seconds", "0.05",
         "--sim-graph-seconds", "0.2", "--sim-warmup-seconds", "0.1"]
+# Loaded by path: importing `sglang` here would pin the stand-in package for the session.
+_TEXT_SPEC = importlib.util.spec_from_file_location(
+    "sim_sglang_text", os.path.join(SIM, "pypath", "sglang", "_sim", "text.py"))
+sim_text = importlib.util.module_from_spec(_TEXT_SPEC)  # both simulators' text models
+_TEXT_SPEC.loader.exec_module(sim_text)
+VLLM_CLI = os.path.join(SIM, "bin", "vllm")
+VLLM_PYTHON = SGLANG_PYTHON  # the project python with sim/pypath
+VLLM_FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.1", "--sim-kv-seconds", "0.05",
+             "--sim-graph-seconds", "0.1"]
+VLLM_READY = "Application startup complete."
 
 
 class Server:
@@ -172,3 +183,54 @@ def measure_throughput(port, concurrency, requests, max_tokens):
         c.close()
     assert not errors, errors[:3]
     return sum(totals) / wall, sum(totals)
+
+
+class VllmServer:
+    """`vllm serve` in a session of its own; stop() kills exactly that process group."""
+
+    def __init__(self, tmp_path, root, *args, tp=8, launcher=None, env=None, module=False):
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.log_path = str(tmp_path / ("vllm-%d.log" % self.port))
+        head = [VLLM_PYTHON, "-m", "vllm.entrypoints.cli.main"] if module else [VLLM_CLI]
+        self.cmd = head + ["serve", KIMI, "--tensor-parallel-size", str(tp), "--host", "127.0.0.1",
+                           "--port", str(self.port)] + VLLM_FAST + list(args)
+        full = dict(os.environ)
+        full.pop("FAKE_NVML_ROOT", None)
+        if root:
+            from simlib import fakegpu  # only for a server on a fake GPU host
+            full.update(fakegpu.env(root))
+        full.update(env or {})
+        self.env = full
+        with open(self.log_path, "wb") as log:
+            launch = launcher or (lambda argv, **kw: subprocess.Popen(argv, start_new_session=True, **kw))
+            self.proc = launch(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=full)
+
+    def log(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def wait_ready(self, timeout=60):
+        def ready():
+            if self.proc.poll() is not None and VLLM_READY not in self.log():
+                raise AssertionError("vllm serve exited %s:\n%s" % (self.proc.returncode, self.log()[-3000:]))
+            return VLLM_READY in self.log()
+        poll(ready, timeout, 0.05, "vllm serve to be ready")
+        return self
+
+    def request(self, method, path, body=None, headers=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request(method, path, body=json.dumps(body).encode() if body is not None else None,
+                         headers=dict({"Content-Type": "application/json"}, **(headers or {})))
+            res = conn.getresponse()
+            return res.status, res.read()
+        finally:
+            conn.close()
+
+    def stop(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(10)

@@ -147,12 +147,13 @@ def test_metrics_count_finished_requests_per_stream():
     stats.finish(req)
     stats.finish(probe)
     text = metrics.render(stats, 'kimi "k2"', 4, tp_size=2)
-    assert ('sglang:generation_tokens_total{model_name="kimi \\"k2\\"",engine_type="unified",'
-            'is_streaming="true"} 10.0') in text
-    assert 'is_streaming="false"} 0.0' in text
-    assert 'sglang:spec_verify_calls_total{model_name="kimi \\"k2\\"",engine_type="unified"} 4.0' in text
+    # Labels sorted by name, as prometheus_client writes them.
+    assert ('sglang:generation_tokens_total{engine_type="unified",is_streaming="true",'
+            'model_name="kimi \\"k2\\""} 10.0') in text
+    assert 'is_streaming="false",model_name="kimi \\"k2\\""} 0.0' in text
+    assert 'sglang:spec_verify_calls_total{engine_type="unified",model_name="kimi \\"k2\\""} 4.0' in text
     assert text.count("sglang:spec_accept_length{") == 2  # one series per TP rank
-    assert "tp_rank=\"1\",pp_rank=\"0\",moe_ep_rank=\"0\"" in text
+    assert "moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"1\"" in text
 
 
 # --- processes ----------------------------------------------------------------------------

@@ -1,6 +1,5 @@
 """The vLLM 0.33.0 simulator (sim/pypath/vllm): flag set, parse errors, process shape,
 log lines, HTTP routes, metrics and the survivor trap, against the collection's modules."""
-import http.client
 import importlib.util
 import json
 import os
@@ -12,17 +11,16 @@ import subprocess
 
 import psutil
 import pytest
+from _server_fixtures import VLLM_CLI, VLLM_PYTHON, VllmServer
+from _server_fixtures import VLLM_READY as READY
 from simlib import fakegpu
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import ENGINE_PATTERNS
 from tests.support import paths, pidns, procfs, real_sources
 from tests.support.ansible import run_module
-from tests.support.net import free_port
 from tests.support.polling import holds_within, poll
 
 SIM = pathlib.Path(paths.SIM)
-VLLM_CLI = str(SIM / "bin" / "vllm")
-VLLM_PYTHON = str(SIM / "bin" / "sglang-python")  # the project python with sim/pypath
 FLAGS_DIR = SIM / "pypath" / "vllm" / "_sim"
 KIMI = str(SIM / "models" / "kimi-k2.5-int4")
 EAGLE = str(SIM / "models" / "aq-medai-kimi-k2-eagle3")
@@ -127,9 +125,6 @@ def test_module_entry_point_parses_too():
 
 # --- a running simulated vLLM server ------------------------------------------------
 
-FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.1", "--sim-kv-seconds", "0.05",
-        "--sim-graph-seconds", "0.1"]
-READY = "Application startup complete."
 ACCEPT = 2.6  # --sim-accept-length of the eagle3 server
 SPEC = json.dumps({"method": "eagle3", "model": EAGLE, "num_speculative_tokens": 3})
 
@@ -161,56 +156,6 @@ def tree_of(pid):
 
 def used_mib(root):
     return {g["index"]: g["used_mib"] for g in fakegpu.read_status(root)}
-
-
-class VllmServer:
-    """`vllm serve` in a session of its own; stop() kills exactly that process group."""
-
-    def __init__(self, tmp_path, root, *args, tp=8, launcher=None, env=None, module=False):
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.log_path = str(tmp_path / ("vllm-%d.log" % self.port))
-        head = [VLLM_PYTHON, "-m", "vllm.entrypoints.cli.main"] if module else [VLLM_CLI]
-        self.cmd = head + ["serve", KIMI, "--tensor-parallel-size", str(tp), "--host", "127.0.0.1",
-                           "--port", str(self.port)] + FAST + list(args)
-        full = dict(os.environ)
-        full.pop("FAKE_NVML_ROOT", None)
-        if root:
-            full.update(fakegpu.env(root))
-        full.update(env or {})
-        self.env = full
-        with open(self.log_path, "wb") as log:
-            launch = launcher or (lambda argv, **kw: subprocess.Popen(argv, start_new_session=True, **kw))
-            self.proc = launch(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=full)
-
-    def log(self):
-        with open(self.log_path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-
-    def wait_ready(self, timeout=60):
-        def ready():
-            if self.proc.poll() is not None and READY not in self.log():
-                raise AssertionError("vllm serve exited %s:\n%s" % (self.proc.returncode, self.log()[-3000:]))
-            return READY in self.log()
-        poll(ready, timeout, 0.05, "vllm serve to be ready")
-        return self
-
-    def request(self, method, path, body=None, headers=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        try:
-            conn.request(method, path, body=json.dumps(body).encode() if body is not None else None,
-                         headers=dict({"Content-Type": "application/json"}, **(headers or {})))
-            res = conn.getresponse()
-            return res.status, res.read()
-        finally:
-            conn.close()
-
-    def stop(self):
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(10)
 
 
 @pytest.fixture
@@ -350,6 +295,9 @@ def test_llm_benchmark_reads_acceptance_from_vllm_counters(eagle):
     level = res["levels"][0]
     assert level["accept_source"] == "metrics"
     assert level["accept_length"] == pytest.approx(ACCEPT, abs=0.3)
+    # vllm:request_success_total (every finished_reason) grew by the level's requests.
+    finished = level["server_req_s"] * level["level_span_s"]
+    assert finished == pytest.approx(level["requests"] + level["warmup_requests"], abs=0.5)
 
 
 @pytest.mark.parametrize("keep_alive", [True, False])

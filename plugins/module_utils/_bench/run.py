@@ -37,8 +37,10 @@ def default_requests(level: int) -> int:
     return -(-n // level) * level
 
 
-# The servers' own output-token counters (Engine.generated_tokens), the first present counts.
+# The servers' own output-token and finished-request counters (Engine.generated_tokens,
+# Engine.finished_requests), the first present counts.
 GENERATION_COUNTERS = tuple(engine.generated_tokens for engine in _registry.engines())
+REQUEST_COUNTERS = tuple(engine.finished_requests for engine in _registry.engines())
 
 
 def _check(params):
@@ -208,10 +210,14 @@ def server_rate(before: dict | None, after: dict | None, lv: dict) -> dict:
     nothing in flight at either), because SGLang counts a request's tokens when it
     finishes: a counter read inside the level misses the tokens of requests in flight.
     server_ratio = tokens the client received in the level / the counter's delta.
+    server_req_s = the finished-request counter's delta over the level span.
     """
-    out = {"server_tok_s": None, "server_ratio": None}
+    out = {"server_tok_s": None, "server_ratio": None, "server_req_s": None}
     if before is None or after is None:
         return out
+    done = [counter(snap, REQUEST_COUNTERS) for snap in (before, after)]
+    if None not in done and lv.get("level_span_s") and done[1] > done[0]:
+        out["server_req_s"] = round((done[1] - done[0]) / lv["level_span_s"], 3)
     a, b = counter(after, GENERATION_COUNTERS), counter(before, GENERATION_COUNTERS)
     span = lv.get("level_span_s")
     if a is None or b is None or not span:

@@ -7,15 +7,31 @@
 - The window runs from the first counted request sent to the last counted
   request ended. output tok/s is every token of a completed request that arrived
   inside it, whichever request carried it (warm-up included: its tail streams inside the window and
-  the server spent its time on it), over the window; request/s is every request
-  that completed inside it. Counting only the counted requests' tokens biased
-  the figure low wherever request lengths vary (speculative decoding, EOS).
+  the server spent its time on it), over the window. Counting only the counted
+  requests' tokens biased the figure low wherever request lengths vary
+  (speculative decoding, EOS).
+- request/s is the requests' work done inside the window, in requests, over
+  the window: each completed request counts the share of its tokens that
+  arrived inside it. A counted request counts 1 (it is sent and ends inside
+  the window); a warm-up request still streaming when the window opens counts
+  the share of it done inside. This is sglang.bench_serving's
+  request_throughput (completed / benchmark_duration) when only the counted
+  requests run in the window, and it keeps numerator and window on the same
+  work when the warm-up overlaps it, as output tok/s does. Counting whole
+  warm-up completions overstated the rate ((C-1) of them end inside the
+  window at concurrency C); counting only the counted ones understated it
+  (the warm-ups still hold slots when the window opens): 1-8% low on the
+  simulated EAGLE-3 server.
 - TTFT: first non-empty content chunk. TPOT: (latency - TTFT) / (tokens - 1).
 - ITL is per token: a chunk carrying k tokens after a gap g gives k entries of
   g/k, so speculative servers (several tokens per chunk) are not overstated.
   k is the chunk's usage delta; a request without per-chunk usage only gives
   estimates (an even spread), used only when no request had per-chunk usage,
   and then flagged (`itl_estimated`).
+- The per-chunk ITL (`itl_chunk_ms`) is the gap between consecutive content
+  chunks, one entry a gap, as bench_serving's ITL (its `output.itl`): on a
+  speculative server it is the time of one verify step, about accept length
+  times the per-token ITL.
 - Which requests completed and which tokens count (failed requests' tokens never;
   a suspect usage count replaced by the content count) is verdict.py's.
 - goodput: counted requests meeting every SLO given, per second of the window
@@ -74,6 +90,12 @@ def itl_entries(record: Any) -> tuple:
     return out, source
 
 
+def chunk_gaps(record: Any) -> list:
+    """Gaps between consecutive content chunks of one request, one entry a gap."""
+    times = record.chunk_times
+    return [times[i] - times[i - 1] for i in range(1, len(times))]
+
+
 def window_bounds(counted: list) -> tuple:
     """(start, end) of the measurement window: first counted send, last counted end."""
     starts = [r.start for r in counted if r.start is not None]
@@ -90,6 +112,20 @@ def tokens_between(records: list, start: float, end: float) -> float:
         for t, k in r.arrivals():
             if t is not None and start <= t <= end:
                 total += k
+    return total
+
+
+def requests_between(records: list, start: float, end: float) -> float:
+    """Completed requests' work in [start, end], in requests: the share of each one's tokens
+    that arrived inside."""
+    total = 0.0
+    for r in records:
+        if not r.ok:
+            continue
+        arrivals = [(t, k) for t, k in r.arrivals() if t is not None]
+        tokens = sum(k for unused, k in arrivals)
+        if tokens > 0:
+            total += sum(k for t, k in arrivals if start <= t <= end) / tokens
     return total
 
 
@@ -118,7 +154,7 @@ def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_
     # Only completed requests' tokens are output (verdict.py); a failed one's are reported apart.
     tokens = tokens_between([r for r in everything if r.ok], start, end) if duration else 0.0
     tokens = int(round(tokens)) if abs(tokens - round(tokens)) < 1e-6 else round(tokens, 3)
-    finished_in_window = sum(1 for r in everything if r.ok and duration and start < r.end <= end)
+    done = requests_between(everything, start, end) if duration else 0.0
     prompt_tokens = sum(r.prompt_tokens or 0 for r in ok)
     all_starts = [r.start for r in everything if r.start is not None]
     all_ends = [r.end for r in everything if r.end is not None]
@@ -126,12 +162,14 @@ def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_
 
     ttft, tpot, latency = [], [], []
     itl = {"usage": [], "average": []}
+    gaps = []
     sources = {"usage": 0, "average": 0}
     for r in ok:
         ttft.append(r.first - r.start)
         latency.append(r.end - r.start)
         if r.tokens > 1:
             tpot.append(_tpot(r))
+        gaps.extend(chunk_gaps(r))
         entries, source = itl_entries(r)
         if source:
             itl[source].extend(entries)
@@ -165,11 +203,12 @@ def level_metrics(concurrency: int, counted: list, warmup_count: int, max_error_
         "usage_suspect": sum(1 for r in counted if r.usage_suspect),
         "input_tokens": prompt_tokens,
         "output_tok_s": rate(tokens),
-        "requests_per_s": rate(finished_in_window),
+        "requests_per_s": rate(done),
         "goodput_requests": good,
         "goodput_req_s": None if good is None else rate(good),
         "ttft_ms": percentiles(ttft),
         "itl_ms": percentiles(itl_values),
+        "itl_chunk_ms": percentiles(gaps),
         "tpot_ms": percentiles(tpot),
         "latency_ms": percentiles(latency),
         # How per-chunk token counts were known, by request (see Record.chunk_tokens).

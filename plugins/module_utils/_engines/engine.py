@@ -105,6 +105,7 @@ class Engine:
     server_info_accept_length: str | None  # internal_states[0] key of its recent accept length
     metric_prefix: str                  # every metric it exposes starts so
     generated_tokens: str               # counter of output tokens (base name)
+    finished_requests: str              # counter of finished requests (base name, summed over labels)
     accept_length: AcceptLength
 
     def version_probe(self) -> str:

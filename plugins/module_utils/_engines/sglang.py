@@ -152,6 +152,8 @@ ENGINE = Engine(
     # SGLang counts a request's tokens when it finishes (srt/observability/metrics_collector.py
     # observe_one_finished_request).
     generated_tokens="sglang:generation_tokens",
+    # metrics_collector.py num_requests_total.
+    finished_requests="sglang:num_requests",
     # Tokens per verify step, the same quantity as completion_tokens / meta_info.spec_verify_ct.
     # The counter is spec_verify_calls; spec_verify_ct is accepted as an alias (the name of the
     # per-request field, used by some builds and stand-ins).

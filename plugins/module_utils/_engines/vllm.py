@@ -168,6 +168,8 @@ ENGINE = Engine(
     server_info_accept_length=None,
     metric_prefix="vllm:",
     generated_tokens="vllm:generation_tokens",
+    # v1/metrics/loggers.py request_success, summed over finished_reason.
+    finished_requests="vllm:request_success",
     # 1 + accepted / drafts. vllm/v1/spec_decode/metrics.py SpecDecodingProm (prometheus_client
     # Counters, so scraped with `_total`; labels model_name and engine). The per-position counter
     # vllm:spec_decode_num_accepted_tokens_per_pos_total shares the prefix but not the name.

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""roles/sglang_server/files/log_redact.py: the key never reaches the log, whatever the writes."""
+"""roles/_server/files/log_redact.py: the key never reaches the log, whatever the writes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[3] / "roles" / "sglang_server" / "files" / "log_redact.py"
+SCRIPT = pathlib.Path(__file__).resolve().parents[3] / "roles" / "_server" / "files" / "log_redact.py"
 _spec = importlib.util.spec_from_file_location("log_redact", SCRIPT)
 redact = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(redact)

@@ -3,7 +3,8 @@
 One thread owns the batch. A step's length comes from perf.Model for the batch size at
 that step, so latency and throughput under concurrency follow the calibrated curve.
 Requests over --max-running-requests wait in a queue. Each step hands each request its
-new tokens (several at once under EAGLE-3) through the request's own queue.
+new tokens (several at once under EAGLE-3) through the request's own queue. How many a
+verify step accepts depends on the text the request continues (sglang._sim.text).
 """
 import collections
 import hashlib
@@ -12,7 +13,7 @@ import random
 import threading
 import time
 
-from sglang._sim import logs
+from sglang._sim import logs, text
 
 WORDS = ("the", "model", "server", "token", "of", "a", "GPU", "to", "and", "batch", "is",
          "in", "fleet", "request", "memory", "cache", "that", "for", "with", "draft")
@@ -20,8 +21,9 @@ DECODE_LOG_INTERVAL = 40  # SGLang's --decode-log-interval default
 
 
 class Request:
-    def __init__(self, rid, prompt_tokens, max_new_tokens, ignore_eos, seed_material, eos_prob):
+    def __init__(self, rid, prompt_tokens, max_new_tokens, ignore_eos, seed_material, eos_prob, accept_score=0.0):
         self.rid = rid
+        self.accept_score = accept_score  # text.predictability of the prompt
         self.prompt_tokens = prompt_tokens
         self.max_new_tokens = max(1, int(max_new_tokens))
         self.ignore_eos = ignore_eos
@@ -30,6 +32,8 @@ class Request:
         self.eos_prob = eos_prob
         self.completion_tokens = 0
         self.spec_verify_ct = 0
+        self.spec_num_correct_drafts = 0  # accepted drafted tokens, the bonus token excluded
+        self.spec_correct_drafts_histogram = []  # verify steps by their correct drafts
         self.finish_reason = None
         self.aborted = False
         self.streaming = False  # the is_streaming label of its metrics
@@ -60,6 +64,7 @@ class Stats:
     def __init__(self):
         # is_streaming ("true"/"false") -> [prompt tokens, generation tokens, requests]
         self.finished = {"false": [0, 0, 0], "true": [0, 0, 0]}
+        self.by_reason = collections.Counter()  # finished requests by finish_reason ("stop", "length")
         self.spec_verify_calls_total = 0
         self.spec_verify_total = 0
         self.spec_accepted_total = 0
@@ -76,6 +81,7 @@ class Stats:
         row[0] += req.prompt_tokens
         row[1] += req.completion_tokens
         row[2] += 1
+        self.by_reason[req.finish_reason] += 1
         self.spec_verify_calls_total += req.spec_verify_ct
 
     @property
@@ -118,9 +124,9 @@ class Engine:
             return [r.rid for r in self._running] + [r.rid for r in self._waiting]
 
     def _accepted(self, req):
-        """Accepted length of one verify step: 1 + Binomial(D-1, p), mean = accept_length."""
+        """Accepted length of one verify step: 1 + Binomial(D-1, p), p from the request's text."""
         d = self.model.draft_tokens
-        p = min(max((self.accept_length - 1.0) / (d - 1), 0.0), 1.0) if d > 1 else 0.0
+        p = text.accept_probability(self.accept_length, d, req.accept_score)
         return 1 + sum(1 for unused in range(d - 1) if req.rng.random() < p)
 
     def _admit(self, log):
@@ -168,9 +174,6 @@ class Engine:
                 self._log_decode(log, window, len(batch))
                 window = [time.monotonic(), 0, 0, 0]
             with self._cond:
-                for req in self._running:
-                    if req.finish_reason is not None:
-                        self.stats.finish(req)
                 self._running = [r for r in self._running if r.finish_reason is None and not r.aborted]
 
     def _step(self, batch, window):
@@ -186,11 +189,22 @@ class Engine:
             produced += got
             if self.model.speculative:
                 req.spec_verify_ct += 1
+                correct = max(got - 1, 0)
+                req.spec_num_correct_drafts += correct
+                hist = req.spec_correct_drafts_histogram
+                hist.extend([0] * (correct + 1 - len(hist)))
+                hist[correct] += 1  # schedule_batch.py update_spec_correct_drafts_histogram
                 window[2] += 1
                 window[3] += got
                 with self._cond:
                     self.stats.spec_verify_total += 1
                     self.stats.spec_accepted_total += got
+            if req.finish_reason is not None:
+                # Counted before the last chunk goes out, as the tokenizer manager observes a
+                # finished request before answering: a client that reads /metrics after its
+                # last response sees it counted.
+                with self._cond:
+                    self.stats.finish(req)
             req.events.put((texts, req.finish_reason is not None))
         window[1] += produced
         return produced

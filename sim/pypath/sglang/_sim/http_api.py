@@ -102,7 +102,7 @@ class Handler(http_base.UvicornHandler):
             if body.get("stream"):
                 self._stream(kind, req, body, started)
             else:
-                self._complete(kind, req, started)
+                self._complete(kind, req, body, started)
         except (BrokenPipeError, ConnectionResetError):
             req.aborted = True
 
@@ -134,13 +134,21 @@ class Handler(http_base.UvicornHandler):
             if finished:
                 return
 
-    def _complete(self, kind, req, started):
+    def _spec_details(self, kind, req, body):
+        """sglext.spec_tokens_details when the request asked (return_spec_tokens_details,
+        protocol.py CompletionRequest / ChatCompletionRequest) and speculation ran."""
+        if kind == "generate" or not body.get("return_spec_tokens_details"):
+            return None
+        return api.spec_tokens_details(req, self.server.app.draft_tokens())
+
+    def _complete(self, kind, req, body, started):
         text = "".join(t for t, unused in self._events(req))
         app = self.server.app
         if kind == "generate":
             return self._json(200, {"text": text, "meta_info": api.meta_info(
-                req, app.speculative(), started, app.target.eos_token_id)})
-        self._json(200, api.openai_full(kind, req, app.args.served_model_name, text))
+                req, app.speculative(), started, app.target.eos_token_id, app.draft_tokens())})
+        self._json(200, api.openai_full(kind, req, app.args.served_model_name, text,
+                                        self._spec_details(kind, req, body)))
 
     def _chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -163,13 +171,16 @@ class Handler(http_base.UvicornHandler):
             if kind == "generate":
                 so_far.append(text)  # SGLang's native stream sends the text so far
                 obj = {"text": "".join(so_far), "meta_info": api.meta_info(
-                    req, app.speculative(), started, app.target.eos_token_id)}
+                    req, app.speculative(), started, app.target.eos_token_id, app.draft_tokens())}
             else:
                 obj = api.openai_chunk(kind, req, model, text, req.finish_reason if finished else None, first)
                 if continuous:
                     obj["usage"] = api.usage(req, count)
             self._chunk(b"data: " + http_base.dumps(obj) + b"\n\n")
             first = False
+        details = self._spec_details(kind, req, body)
+        if details is not None:
+            self._chunk(b"data: " + http_base.dumps(api.openai_sglext_chunk(kind, req, model, details)) + b"\n\n")
         if include_usage and kind != "generate":
             self._chunk(b"data: " + http_base.dumps(api.openai_usage_chunk(kind, req, model)) + b"\n\n")
         self._chunk(b"data: [DONE]\n\n")

@@ -2,40 +2,38 @@
 
 Names, help texts and labels from vllm/v1/metrics/loggers.py (PrometheusStatLogger: labels
 model_name and engine, the engine index "0") and vllm/v1/spec_decode/metrics.py (the
-spec_decode counters, only with a speculative config). Counters carry `_total` as
-prometheus_client writes them. Imitation: generation/prompt tokens grow when a request
+spec_decode counters, only with a speculative config), written as prometheus_client's
+default registry writes them (sglang._sim.prom: `_total` on the counter's TYPE line, a
+`_created` gauge after each counter). vllm:request_success counts finished requests by
+finished_reason (loggers.py: one series for each FinishReason, vllm/v1/engine/__init__.py
+FINISH_REASON_STRINGS). Imitation: generation/prompt tokens grow when a request
 finishes (real: every step); accepted tokens = verify-step tokens minus the bonus token, so
 1 + accepted/drafts is the mean accept length (--sim-accept-length). The per-position
 counter (vllm:spec_decode_num_accepted_tokens_per_pos) is not simulated.
 """
+from sglang._sim.prom import Exposition
 
-
-def _labels(**labels):
-    return "{" + ",".join('%s="%s"' % (k, str(v).replace('"', '\\"')) for k, v in labels.items()) + "}"
+FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")  # FINISH_REASON_STRINGS
 
 
 def render(app):
     stats = app.engine.stats
     base = {"model_name": app.args.served_names[0], "engine": "0"}
-    out = []
-
-    def family(name, kind, help_, value):
-        out.append("# HELP %s %s" % (name, help_))
-        out.append("# TYPE %s %s" % (name, kind))
-        suffix = "_total" if kind == "counter" else ""
-        out.append("%s%s%s %s" % (name, suffix, _labels(**base), float(value)))
-
+    out = Exposition(created=app.metrics_created)
     prompt = sum(row[0] for row in stats.finished.values())
-    family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", stats.running)
-    family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", stats.queued)
-    family("vllm:prompt_tokens", "counter", "Number of prefill tokens processed.", prompt)
-    family("vllm:generation_tokens", "counter", "Number of generation tokens processed.",
-           stats.generation_tokens_total)
+    out.gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
+              [(base, stats.running)])
+    out.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", [(base, stats.queued)])
+    out.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", [(base, prompt)])
+    out.counter("vllm:generation_tokens", "Number of generation tokens processed.",
+                [(base, stats.generation_tokens_total)])
+    out.counter("vllm:request_success", "Count of successfully processed requests.",
+                [(dict(base, finished_reason=r), stats.by_reason.get(r, 0)) for r in FINISH_REASONS])
     k = app.spec_tokens()
     if app.args.spec:
         drafts = stats.spec_verify_total
-        family("vllm:spec_decode_num_drafts", "counter", "Number of spec decoding drafts.", drafts)
-        family("vllm:spec_decode_num_draft_tokens", "counter", "Number of draft tokens.", drafts * k)
-        family("vllm:spec_decode_num_accepted_tokens", "counter", "Number of accepted tokens.",
-               stats.spec_accepted_total - drafts)
-    return "\n".join(out) + "\n"
+        out.counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", [(base, drafts)])
+        out.counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", [(base, drafts * k)])
+        out.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.",
+                    [(base, stats.spec_accepted_total - drafts)])
+    return out.text()

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from multiprocessing.connection import wait
 
@@ -33,6 +34,7 @@ class App:
         self.engine_dead = threading.Event()
         self.stopping = threading.Event()  # SIGTERM seen: EngineCore's exit is expected
         self.created = None
+        self.metrics_created = time.time()  # the counters' `_created` value (registered at start-up)
 
     def spec_tokens(self):
         return int((self.args.spec or {}).get("num_speculative_tokens") or 0) if self.args.spec else 0

@@ -17,11 +17,19 @@ def test_server_rate_over_the_level():
     before = {"sglang:generation_tokens_total": 1000.0}
     after = {"sglang:generation_tokens_total": 1500.0}
     lv = {"level_span_s": 2.0, "level_output_tokens": 495}
-    assert br.server_rate(before, after, lv) == {"server_tok_s": 250.0, "server_ratio": 0.99}
+    assert br.server_rate(before, after, lv) == {"server_tok_s": 250.0, "server_ratio": 0.99, "server_req_s": None}
     vllm = br.server_rate({"vllm:generation_tokens_total": 0.0}, {"vllm:generation_tokens_total": 500.0}, lv)
     assert vllm["server_tok_s"] == 250.0
-    assert br.server_rate(None, None, lv) == {"server_tok_s": None, "server_ratio": None}
-    assert br.server_rate(before, before, lv) == {"server_tok_s": None, "server_ratio": None}
+    nothing = {"server_tok_s": None, "server_ratio": None, "server_req_s": None}
+    assert br.server_rate(None, None, lv) == nothing
+    assert br.server_rate(before, before, lv) == nothing
+
+
+@pytest.mark.parametrize("name", ["sglang:num_requests_total", "vllm:request_success_total"])
+def test_server_request_rate_over_the_level(name):
+    lv = {"level_span_s": 4.0, "level_output_tokens": 0}
+    out = br.server_rate({name: 10.0}, {name: 34.0}, lv)
+    assert out["server_req_s"] == 6.0  # 24 requests finished in 4 s
 
 
 def test_random_lengths_follow_the_range_ratio():

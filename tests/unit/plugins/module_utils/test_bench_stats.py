@@ -100,7 +100,8 @@ def test_window_counts_the_warmups_tokens_inside_it():
     assert lv["counted_output_tokens"] == 6
     assert lv["output_tokens"] == 9  # warm-up tokens at 1.0, 1.5, 2.0 are inside
     assert lv["output_tok_s"] == pytest.approx(4.5)
-    assert lv["requests_per_s"] == pytest.approx(1.0)  # both ended inside (1.0, 3.0]
+    # The counted request, and 3 of the warm-up's 4 tokens: 1.75 requests' work in 2 s.
+    assert lv["requests_per_s"] == pytest.approx(0.875)
     assert (lv["level_span_s"], lv["level_output_tokens"]) == (pytest.approx(3.0), 10)
 
 
@@ -128,3 +129,35 @@ def test_goodput_counts_requests_meeting_every_slo():
     assert lv["goodput_req_s"] == pytest.approx(1 / 0.35, rel=1e-3)
     assert bs.level_metrics(2, [fast, slow], 0, 5, slo=(None, 60.0, None))["goodput_requests"] == 1
     assert bs.level_metrics(2, [fast, slow], 0, 5)["goodput_requests"] is None
+
+
+def test_requests_per_s_is_the_work_done_inside_the_window():
+    # Concurrency 2, 4 tokens a request, one a chunk. Warm-ups W1 (0 -> 1.0, last token at
+    # 0.95) and W2 (0 -> 1.5, tokens at 0.375, 0.75, 1.125, 1.5); counted requests start as a
+    # slot frees: 1.0 -> 2.0, 1.5 -> 2.5, 2.0 -> 3.0, 2.5 -> 3.5. Window 1.0 -> 3.5 (2.5 s).
+    warm = [rec(0.0, 0.25, [0.25, 0.5, 0.75, 0.95], [1, 2, 3, 4], 4, end=1.0),
+            rec(0.0, 0.375, [0.375, 0.75, 1.125, 1.5], [1, 2, 3, 4], 4, end=1.5)]
+    counted = [rec(s, s + 0.25, [s + 0.25, s + 0.5, s + 0.75, s + 1.0], [1, 2, 3, 4], 4, end=s + 1.0)
+               for s in (1.0, 1.5, 2.0, 2.5)]
+    lv = bs.level_metrics(2, counted, 2, 5, warmup=warm)
+    assert lv["duration_s"] == pytest.approx(2.5)
+    # 4 counted requests + half of W2 (2 of its 4 tokens inside) = 4.5 requests' work.
+    # (Whole completions inside: 5 / 2.5 = 2.0; counted completions only: 4 / 2.5 = 1.6.)
+    assert lv["requests_per_s"] == pytest.approx(1.8)
+    # A failed request does no work that counts.
+    failed = rec(1.5, None, [], [], None, end=2.5, status=500, error="HTTP 500: boom")
+    lv = bs.level_metrics(2, counted[:1] + [failed] + counted[2:], 2, 5, warmup=warm)
+    assert lv["requests_per_s"] == pytest.approx(3.5 / 2.5)
+
+
+def test_per_chunk_itl_beside_the_per_token_one():
+    # A speculative-like stream: chunks of 3, 2, 3 tokens with gaps 30 ms and 45 ms;
+    # another request: chunks of 1, 3 tokens, gap 60 ms.
+    a = rec(0.0, 0.10, [0.10, 0.13, 0.175], [3, 5, 8], 8)
+    b = rec(0.0, 0.10, [0.10, 0.16], [1, 4], 4)
+    lv = bs.level_metrics(2, [a, b], 0, 5)
+    # Per chunk: 30, 45, 60 ms, one entry a gap.
+    assert lv["itl_chunk_ms"] == {"mean": 45.0, "p50": 45.0, "p90": 57.0, "p99": 59.7}
+    # Per token: 2 x 15 (30/2), 3 x 15 (45/3), 3 x 20 (60/3).
+    assert lv["itl_ms"]["p50"] == pytest.approx(15.0)
+    assert lv["itl_ms"]["mean"] == pytest.approx((5 * 15.0 + 3 * 20.0) / 8)

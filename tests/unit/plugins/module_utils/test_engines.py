@@ -114,7 +114,7 @@ def test_log_rules_are_well_formed(engine):
 @pytest.mark.parametrize("engine", ENGINES, ids=IDS)
 def test_metric_names_carry_the_prefix_and_the_probe_parses(engine):
     formula = engine.accept_length
-    for name in (engine.generated_tokens,) + formula.numerator + formula.denominator:
+    for name in (engine.generated_tokens, engine.finished_requests) + formula.numerator + formula.denominator:
         assert name.startswith(engine.metric_prefix), name
     ast.parse(engine.version_probe())
     assert '"%s"' % engine.package in engine.version_probe()
@@ -125,6 +125,7 @@ def test_every_engine_is_in_each_list_the_code_derives():
     from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare, compare_plot, outcome
     assert list(patterns.ENGINE_PATTERNS) == registry.names()
     assert run.GENERATION_COUNTERS == tuple(e.generated_tokens for e in ENGINES)
+    assert run.REQUEST_COUNTERS == tuple(e.finished_requests for e in ENGINES)
     assert set(compare.VARIANTS) == set(registry.names()) | {n + "+eagle3" for n in registry.names()}
     assert set(compare_plot.STYLE) == set(compare.VARIANTS)
     for engine in ENGINES:
