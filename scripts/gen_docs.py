@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Write the facts that docs must show, from the one place each is defined.
 
-  - engine kill patterns: plugins/module_utils/_gpu/patterns.py ENGINE_PATTERNS
+  - engine names (the modules' `engine` choices) and kill patterns: each engine's file in plugins/module_utils/_engines/ (Engine.kill_patterns),
+    as plugins/module_utils/_gpu/patterns.py ENGINE_PATTERNS gathers them
   - protected GPU daemons: plugins/module_utils/_gpu/protect.py DAEMONS
   - role variables: roles/*/meta/argument_specs.yml
 
@@ -46,7 +47,15 @@ def _constant(relpath, name):
 
 
 def engine_patterns():
-    return _constant("plugins/module_utils/_gpu/patterns.py", "ENGINE_PATTERNS")
+    """{engine: kill patterns}, imported as the modules import it (the registry is code, not a literal)."""
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    from tests.support import syspath  # pylint: disable=import-outside-toplevel
+    syspath.install()
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import (  # pylint: disable=import-outside-toplevel
+        patterns,
+    )
+    return patterns.ENGINE_PATTERNS
 
 
 def daemons():
@@ -99,6 +108,15 @@ def _engine_choices(kind):
     return ["choices:"] + ["  - %s" % n for n in list(engine_patterns()) + [any_engine]]
 
 
+def _engine_names(first=()):
+    """A module's `engine` choices: FIRST, then every engine of the registry (the argument specs read it)."""
+    def render(kind):
+        if kind != "yaml":
+            raise ValueError("engine-names is a YAML block")
+        return ["choices:"] + ["  - %s" % n for n in list(first) + list(engine_patterns())]
+    return render
+
+
 def _gpu_daemons(kind):
     if kind == "yaml":
         return [_yaml_item("The GPU system daemons: %s." % ", ".join("C(%s)" % d for d in daemons()))]
@@ -130,6 +148,8 @@ def _role_variables(role):
 BLOCKS = {
     "engine-patterns": _engine_patterns,
     "engine-choices": _engine_choices,
+    "engine-names": _engine_names(),
+    "engine-names-auto": _engine_names(["auto"]),
     "gpu-daemons": _gpu_daemons,
     "sglang-kill-set": _sglang_kill_set,
 }
@@ -138,6 +158,10 @@ BLOCKS.update({"role-variables-%s" % r: _role_variables(r) for r in ROLES})
 FILES = [
     "plugins/doc_fragments/gpu.py",
     "plugins/modules/gpu_release.py",
+    "plugins/modules/server_plan.py",
+    "plugins/modules/drafter_check.py",
+    "plugins/modules/server_wait.py",
+    "plugins/modules/llm_benchmark.py",
     "plugins/lookup/engine_patterns.py",
     "roles/sglang_server/meta/argument_specs.yml",
     "docs/gpu_release.md",

@@ -10,6 +10,7 @@ plugins/plugin_utils/_report/compare.py. Nothing runs on a remote host.
 
 from __future__ import annotations
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.action import ReportAction
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.files import build_comparison
 
@@ -17,7 +18,7 @@ ARGUMENT_SPEC = dict(
     records=dict(type="dict", required=True),
     dest_dir=dict(type="path", required=True),
     title=dict(type="str", default="Engine comparison"),
-    reference=dict(type="str", default="sglang"),
+    reference=dict(type="str", default=_registry.DEFAULT),
     variants=dict(type="list", elements="str", default=[]),
     basename=dict(type="str", default="compare"),
 )

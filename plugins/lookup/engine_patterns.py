@@ -47,6 +47,7 @@ _raw:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_patterns
 
@@ -56,7 +57,8 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
         if not terms:
-            raise AnsibleLookupError("engine_patterns: name at least one engine, e.g. query('gpufleet.serving.engine_patterns', 'sglang')")
+            raise AnsibleLookupError("engine_patterns: name at least one engine, e.g. query('gpufleet.serving.engine_patterns', '%s')"
+                                     % _registry.DEFAULT)
         try:
             return engine_patterns([str(t) for t in terms])
         except InvalidInput as exc:

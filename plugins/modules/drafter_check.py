@@ -39,7 +39,11 @@ options:
         two draft classes) or V(vllm) (vLLM 0.33.0 with C(--speculative-config) method C(eagle3), which renames an
         architecture C(X) to C(Eagle3X) unless it starts or ends with C(Eagle3), then looks it up in its registry).
     type: str
-    choices: [sglang, vllm]
+    # BEGIN GENERATED engine-names (scripts/gen_docs.py)
+    choices:
+      - sglang
+      - vllm
+    # END GENERATED engine-names
     default: sglang
   num_steps:
     description: C(--speculative-num-steps).
@@ -78,6 +82,7 @@ drafter:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.drafter import check_drafter
 
@@ -87,7 +92,7 @@ def main():
         argument_spec=dict(
             draft_model_path=dict(type="path", required=True),
             target_model_path=dict(type="path", required=True),
-            engine=dict(type="str", default="sglang", choices=["sglang", "vllm"]),
+            engine=dict(type="str", default=registry.DEFAULT, choices=registry.names()),
             num_steps=dict(type="int"),
             eagle_topk=dict(type="int"),
             num_draft_tokens=dict(type="int", no_log=False),

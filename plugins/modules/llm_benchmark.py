@@ -249,12 +249,19 @@ options:
       - Path on the target host to write the result to as JSON (written atomically; parent
         directories are created).
     type: path
-  flavor:
+  engine:
     description:
-      - Which server this is, for acceptance readings. V(auto) asks the server
+      - Which engine serves, for acceptance readings. V(auto) asks the server
         (C(/v1/models) C(owned_by), then C(/metrics), then C(/server_info)).
+      - The alias O(flavor) is deprecated and will be removed in 2.0.0.
     type: str
-    choices: [auto, sglang, vllm]
+    aliases: [flavor]
+    # BEGIN GENERATED engine-names-auto (scripts/gen_docs.py)
+    choices:
+      - auto
+      - sglang
+      - vllm
+    # END GENERATED engine-names-auto
     default: auto
   request_rates:
     description:
@@ -537,10 +544,12 @@ summary:
       description: Failed counted requests, all levels.
       type: int
 server:
-  description: What was measured.
+  description:
+    - What was measured - C(base_url), C(model) and C(engine) (the O(engine) given or detected, V(unknown) when it
+      could not be told); C(flavor), the same as C(engine), is deprecated and will be removed in 2.0.0.
   returned: success
   type: dict
-  sample: {"base_url": "http://127.0.0.1:30000", "model": "kimi-k2.5-int4", "flavor": "sglang"}
+  sample: {"base_url": "http://127.0.0.1:30000", "model": "kimi-k2.5-int4", "engine": "sglang", "flavor": "sglang"}
 workload:
   description: >-
     The prompts - C(source), and for a natural-text workload C(name) (built-in), C(path), C(format),
@@ -579,6 +588,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import DEFAULT_LEVELS, benchmark
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.formats import FORMATS
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 
 
@@ -612,7 +622,8 @@ def main():
             api_key=dict(type="str", no_log=True),
             validate_certs=dict(type="bool", default=True),
             output=dict(type="path"),
-            flavor=dict(type="str", choices=["auto", "sglang", "vllm"], default="auto"),
+            engine=dict(type="str", choices=["auto"] + registry.names(), default="auto", aliases=["flavor"],
+                        deprecated_aliases=[dict(name="flavor", version="2.0.0", collection_name="gpufleet.serving")]),
             request_rates=dict(type="list", elements="float"),
             burstiness=dict(type="float", default=1.0),
             max_concurrency=dict(type="int"),

@@ -12,14 +12,15 @@ short_description: Compose an SGLang or vLLM launch, read what runs, and decide 
 version_added: 0.1.0
 description:
   - The first step of P(gpufleet.serving.sglang_server#role) (and of P(gpufleet.serving.vllm_server#role)
-    with O(engine=vllm)), in one call - it composes the C(sglang serve)
-    command line and what the supervisor starts, the environment, the paths and the configuration
+    with O(engine=vllm)), in one call - it composes the engine's C(serve)
+    command line (from the engine's option table, speculative settings included) and what the supervisor
+    starts, the environment, the paths and the configuration
     fingerprint; reads what runs now (the state file of M(gpufleet.serving.server_process) or the systemd
     unit with its recorded fingerprint); asks a running server with the same fingerprint for C(/health);
     and decides.
   - The decision is V(keep) when O(state=started) and the same configuration runs and answers 200 on
     C(/health), V(stop) when O(state=stopped), and V(relaunch) otherwise. Before a relaunch it also reads
-    the host's sglang version (without importing sglang), whether the entry point exists, and whether
+    the host's engine version (without importing the engine), whether the entry point exists, and whether
     the log and state directories exist with the role's modes.
   - The API key never enters the command line - with a key, the argv carries C(--config SECRET_FILE) and the
     supervisor starts the role's C(log_redact.py) in front of the server; only the key's digest enters the
@@ -42,7 +43,11 @@ options:
         and O(extra_args); the SGLang-only options are ignored and no log redactor runs (vLLM masks the key in
         the arguments it logs).
     type: str
-    choices: [sglang, vllm]
+    # BEGIN GENERATED engine-names (scripts/gen_docs.py)
+    choices:
+      - sglang
+      - vllm
+    # END GENERATED engine-names
     default: sglang
   state:
     description: What the role is asked to do. V(restarted) always relaunches.
@@ -92,7 +97,7 @@ options:
     description:
       - vLLM's C(--speculative-config), written as JSON with sorted keys; for EAGLE-3 the keys C(method)
         (V(eagle3)), C(model) (the drafter) and C(num_speculative_tokens). Empty leaves it out.
-        Only for O(engine=vllm).
+        Merged over the config O(speculative) composes. Only for O(engine=vllm).
     type: dict
     default: {}
   api_key:
@@ -101,8 +106,37 @@ options:
         and puts the log redactor in front of the server. Never returned.
     type: str
     default: ""
+  speculative:
+    description:
+      - EAGLE-style speculative decoding, composed for the O(engine) - V(sglang) gets C(--speculative-algorithm ALGORITHM
+        --speculative-draft-model-path DRAFTER) and, with O(speculative.num_steps), C(--speculative-num-steps
+        --speculative-eagle-topk --speculative-num-draft-tokens); V(vllm) gets C(--speculative-config) with C(method)
+        (O(speculative.algorithm) lowercased), C(model) and, with O(speculative.num_steps), C(num_speculative_tokens)
+        (vLLM drafts a chain - top-k 1 - so O(speculative.eagle_topk) and O(speculative.num_draft_tokens) are not passed).
+      - The arguments come before O(speculative_args) (SGLang); O(speculative_config) is merged over the composed
+        config, its keys winning (vLLM). RV(speculative_argv) returns what was added.
+      - Omit (or null) for no speculative decoding.
+    type: dict
+    suboptions:
+      algorithm:
+        description: The speculative algorithm (SGLang's C(--speculative-algorithm); vLLM's C(method), lowercased).
+        type: str
+        default: EAGLE3
+      draft_model_path:
+        description: The drafter's directory on the host.
+        type: str
+        required: true
+      num_steps:
+        description: Draft steps; null leaves the engine's own choice (with SGLang, of all three numbers).
+        type: int
+      eagle_topk:
+        description: Candidates per step (SGLang only).
+        type: int
+      num_draft_tokens:
+        description: Draft tokens verified per step; with top-k 1 it is O(speculative.num_steps) + 1 (SGLang only).
+        type: int
   speculative_args:
-    description: Speculative-decoding arguments, after the flags above.
+    description: Speculative-decoding arguments, after the flags above (and after those O(speculative) composes).
     type: list
     elements: str
     default: []
@@ -173,6 +207,21 @@ EXAMPLES = r"""
 - name: Show the decision and the command line
   ansible.builtin.debug:
     msg: "{{ plan.decision }}: {{ plan.launch_argv | join(' ') }}"
+
+- name: The same drafter settings for either engine (eagle_drafter's variables, composed per engine)
+  gpufleet.serving.server_plan:
+    engine: "{{ engine }}"
+    model_path: /models/kimi-k2.5-int4
+    port: "{{ 8000 if engine == 'vllm' else 30000 }}"
+    python: /opt/{{ engine }}/.venv/bin/python3
+    instance: "{{ engine }}-eagle"
+    speculative:
+      algorithm: EAGLE3
+      draft_model_path: /models/kimi-k2.5-eagle3
+      num_steps: 3
+      eagle_topk: 1
+      num_draft_tokens: 4
+  register: eagle_plan
 """
 
 RETURN = r"""
@@ -208,6 +257,22 @@ argv:
   elements: str
   sample: [/opt/sglang/.venv/bin/sglang, serve, --model-path, /models/kimi, --tp-size, "8", --host, 127.0.0.1,
            --port, "30000", --enable-metrics]
+speculative_argv:
+  description:
+    - The part of RV(argv) that O(speculative) composes, with O(speculative_args) (SGLang) or O(speculative_config) (vLLM)
+      merged in; empty without O(speculative).
+  returned: always
+  type: list
+  elements: str
+  sample: [--speculative-algorithm, EAGLE3, --speculative-draft-model-path, /models/eagle3, --speculative-num-steps, "3",
+           --speculative-eagle-topk, "1", --speculative-num-draft-tokens, "4"]
+speculative_numbers:
+  description:
+    - The numbers the engine runs with O(speculative) - C(num_steps), C(eagle_topk), C(num_draft_tokens) (vLLM's chain is
+      top-k 1 with steps + 1 draft tokens) - for M(gpufleet.serving.drafter_check); null without O(speculative).
+  returned: always
+  type: dict
+  sample: {"num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}
 launch_argv:
   description: What the supervisor starts - RV(argv), behind the log redactor when there is an API key.
   returned: always
@@ -287,7 +352,10 @@ engine_version:
   type: str
   sample: 0.33.0
 sglang_version:
-  description: The host's sglang version (RV(engine_version) when O(engine=sglang), else null), V(unknown) when it could not be read; null unless relaunching.
+  description:
+    - The host's sglang version (RV(engine_version) when O(engine=sglang), else null), V(unknown) when it could not be read;
+      null unless relaunching.
+    - Deprecated, will be removed in 2.0.0; use RV(engine_version).
   returned: always
   type: str
   sample: 0.5.23
@@ -308,6 +376,7 @@ version_error:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
 
@@ -321,13 +390,13 @@ def _service_mgr(module):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            engine=dict(type="str", choices=["sglang", "vllm"], default="sglang"),
+            engine=dict(type="str", choices=registry.names(), default=registry.DEFAULT),
             state=dict(type="str", choices=["started", "stopped", "restarted"], default="started"),
             model_path=dict(type="str", default=""),
             served_model_name=dict(type="str", default=""),
             tp_size=dict(type="raw", default=8),
             host=dict(type="str", default="127.0.0.1"),
-            port=dict(type="raw", default=30000),
+            port=dict(type="raw", default=registry.get(registry.DEFAULT).default_port),
             mem_fraction_static=dict(type="raw"),
             cuda_graph_max_bs=dict(type="raw"),
             max_running_requests=dict(type="raw"),
@@ -336,6 +405,13 @@ def main():
             max_num_seqs=dict(type="raw"),
             speculative_config=dict(type="dict", default={}),
             api_key=dict(type="str", default="", no_log=True),
+            speculative=dict(type="dict", options=dict(
+                algorithm=dict(type="str", default="EAGLE3"),
+                draft_model_path=dict(type="str", required=True),
+                num_steps=dict(type="int"),
+                eagle_topk=dict(type="int"),
+                num_draft_tokens=dict(type="int", no_log=False),
+            )),
             speculative_args=dict(type="list", elements="str", default=[]),
             extra_args=dict(type="list", elements="str", default=[]),
             env=dict(type="dict", default={}),
@@ -343,7 +419,7 @@ def main():
             python=dict(type="str", default="python3"),
             entry_point=dict(type="str", default=""),
             instance=dict(type="str", required=True),
-            log_dir=dict(type="str", default="/var/log/sglang"),
+            log_dir=dict(type="str", default="/var/log/" + registry.DEFAULT),
             state_dir=dict(type="str", default="/var/lib/gpufleet-serving"),
             supervisor=dict(type="str", choices=["", "systemd", "process"], default=""),
             service_mgr=dict(type="str", default=""),

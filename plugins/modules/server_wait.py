@@ -68,11 +68,18 @@ options:
       - Verify the TLS certificate of an C(https) O(base_url).
     type: bool
     default: true
-  flavor:
+  engine:
     description:
-      - Which server writes the log. V(auto) tells from the log lines (and C(/model_info)).
+      - Which engine writes the log. V(auto) tells from the log lines (and the engine's model-info path).
+      - The alias O(flavor) is deprecated and will be removed in 2.0.0.
     type: str
-    choices: [auto, sglang, vllm]
+    aliases: [flavor]
+    # BEGIN GENERATED engine-names-auto (scripts/gen_docs.py)
+    choices:
+      - auto
+      - sglang
+      - vllm
+    # END GENERATED engine-names-auto
     default: auto
   pid:
     description:
@@ -177,7 +184,7 @@ EXAMPLES = r"""
   gpufleet.serving.server_wait:
     base_url: https://llm01.example.com:8000
     systemd_unit: vllm.service
-    flavor: vllm
+    engine: vllm
     generate_check: true
     api_key: "{{ vault_vllm_api_key }}"
     log_path: /var/log/vllm.log
@@ -278,8 +285,13 @@ phases:
       description: The log line that announced the phase.
       type: str
       sample: "[2026-12-03 05:00:03 TP0] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1"
-flavor:
+engine:
   description: V(sglang), V(vllm), or null when it could not be told.
+  returned: always
+  type: str
+  sample: sglang
+flavor:
+  description: The same as RV(engine); deprecated, will be removed in 2.0.0.
   returned: always
   type: str
   sample: sglang
@@ -365,6 +377,7 @@ log_tail:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.readiness import wait_for_server
 
@@ -378,7 +391,8 @@ def main():
             model=dict(type="str"),
             api_key=dict(type="str", no_log=True),
             validate_certs=dict(type="bool", default=True),
-            flavor=dict(type="str", default="auto", choices=["auto", "sglang", "vllm"]),
+            engine=dict(type="str", default="auto", choices=["auto"] + registry.names(), aliases=["flavor"],
+                        deprecated_aliases=[dict(name="flavor", version="2.0.0", collection_name="gpufleet.serving")]),
             pid=dict(type="int"),
             pidfile=dict(type="path"),
             systemd_unit=dict(type="str"),

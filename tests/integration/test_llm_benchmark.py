@@ -33,7 +33,7 @@ SIM_DRAFT = pathlib.Path(paths.SIM_MODELS) / "aq-medai-kimi-k2-eagle3"
 def params(url, **kw):
     p = dict(base_url=url, model=None, levels=[1], requests_per_level=None, warmup_requests=None,
              input_len=16, output_len=32, api="completions", temperature=0.0, seed=0, request_timeout=30.0,
-             max_error_samples=5, api_key=None, validate_certs=True, output=None, flavor="auto",
+             max_error_samples=5, api_key=None, validate_certs=True, output=None, engine="auto",
              request_rates=None, burstiness=1.0, max_concurrency=None, range_ratio=1.0, ignore_eos=True,
              slo_ttft_ms=None, slo_tpot_ms=None, slo_e2e_ms=None, connection="keep_alive", progress_file=None)
     p.update(kw)
@@ -57,7 +57,7 @@ def test_throughput_matches_the_known_rate_at_1_and_32(server):
     assert (many["requests"], many["warmup_requests"]) == (64, 32)
     assert res["summary"]["single_stream_tok_s"] == one["output_tok_s"]
     assert res["summary"]["peak_concurrency"] == 32
-    assert res["server"] == {"base_url": s.url, "model": "test-model", "flavor": "sglang"}
+    assert res["server"] == {"base_url": s.url, "model": "test-model", "engine": "sglang", "flavor": "sglang"}
     assert one["accept_length"] is None  # sglang without speculative counters
 
 

@@ -98,7 +98,7 @@ ENGINES = {
     "sglang": {"hosts": 2, "ssh_port": 2401, "vars": lambda fleet: {}, "title": "SGLang",
                "speculative": sglang_speculative, "eagle_checks": sglang_eagle_checks,
                "base_checks": sglang_base_checks},
-    "vllm": {"hosts": 1, "ssh_port": 2482, "vars": lambda fleet: vllm_vars(fleet), "title": "vLLM",
+    "vllm": {"hosts": 1, "ssh_port": 2482, "vars": vllm_vars, "title": "vLLM",
              "speculative": vllm_speculative, "eagle_checks": vllm_eagle_checks,
              "base_checks": lambda fleet: None},
 }

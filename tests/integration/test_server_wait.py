@@ -94,7 +94,7 @@ def test_phases_model_info_and_generation(procs, tmp_path, flavor, expected):
     rc, result = run.finish()
     assert rc == 0, run.stdout
     assert [p["name"] for p in result["phases"]] == expected
-    assert result["flavor"] == flavor
+    assert result["engine"] == result["flavor"] == flavor
     assert result["phase"] == "ready"
     assert all(p["line"] and p["at"] >= 0 for p in result["phases"])
     # log_offset comes from the line's own timestamp (tqdm and uvicorn lines in vLLM logs have none)

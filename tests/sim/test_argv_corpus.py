@@ -17,6 +17,8 @@ import pytest
 import realsglang
 from _server_fixtures import EAGLE, KIMI, SGLANG_CLI, SGLANG_PYTHON
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
+
 OK, ARGPARSE, EXCEPTION = 0, 2, 1  # exit codes: accepted, argparse refusal, a raised error
 MODEL = ["--model-path", "/models/moonshotai/Kimi-K2.5-INT4"]
 SPEC = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/eagle3",
@@ -147,6 +149,24 @@ def test_role_examples_parse_with_real_sglang(tmp_path):
         pytest.xfail("the role still writes --cuda-graph-max-bs; the fix (--cuda-graph-max-bs-decode) "
                      "is issue 16 item 3: %s" % refused)
     assert not refused, refused
+
+
+# server_plan's speculative settings (the eagle_drafter role's defaults), composed in Python.
+SETTINGS = {"algorithm": "EAGLE3", "draft_model_path": "/models/eagle3", "num_steps": 3, "eagle_topk": 1,
+            "num_draft_tokens": 4}
+
+
+def test_speculative_settings_compose_what_real_sglang_parses_to_them():
+    composed = _plan.compose({"state": "started", "model_path": MODEL[1], "tp_size": 8, "host": "127.0.0.1",
+                              "port": 30000, "python": SGLANG_PYTHON, "entry_point": SGLANG_CLI,
+                              "instance": "sglang-30000", "log_dir": "/var/log/sglang", "state_dir": "/tmp",
+                              "supervisor": "process", "speculative": SETTINGS})
+    assert composed["speculative_argv"] == SPEC
+    entry, flags = _role_argv.split_entry(composed["argv"])
+    real = realsglang.parse(flags, entry)
+    assert real.code == 0, real.message[-600:]
+    assert (real.args.speculative_algorithm, real.args.speculative_draft_model_path, real.args.speculative_num_steps,
+            real.args.speculative_eagle_topk, real.args.speculative_num_draft_tokens) == tuple(SETTINGS.values())
 
 
 # A handful run as processes: the exit code and SGLang's last line, as a host would see them.

@@ -38,6 +38,9 @@ CASES = [
                     "tp_size": 2, "port": 8100, "host": "::1"}),
     ("eagle3", {"speculative_config": SPEC}),
     ("eagle3-key-extra", {"speculative_config": SPEC, "api_key": "sekrit-2", "extra_args": ["--enforce-eager"]}),
+    # server_plan's speculative settings (the eagle_drafter role's defaults) compose SPEC.
+    ("eagle3-settings", {"speculative": {"algorithm": "EAGLE3", "draft_model_path": EAGLE, "num_steps": 3,
+                                         "eagle_topk": 1, "num_draft_tokens": 4}}),
 ]
 
 
@@ -67,7 +70,7 @@ def test_every_composed_vllm_argv_parses_to_what_was_asked(tmp_path):
         assert got["served_names"] == [want["served_model_name"] or KIMI], name
         assert got["gpu_util"] == (want.get("gpu_memory_utilization") or 0.9), name
         assert got["max_num_seqs"] == (want.get("max_num_seqs") or 256), name
-        assert got["spec"] == (want.get("speculative_config") or None), name
+        assert got["spec"] == (SPEC if "speculative" in more else want.get("speculative_config") or None), name
 
 
 def test_a_bad_extra_arg_is_refused_like_vllm(tmp_path):

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """One fact, one place: the lists docs show are generated, and fail here when stale.
 
-Engine kill patterns (_gpu/patterns.py ENGINE_PATTERNS), protected GPU daemons
+Engine names and kill patterns (the registry, _engines/), protected GPU daemons
 (_gpu/protect.py DAEMONS) and role variables (roles/*/meta/argument_specs.yml)
 are written once; scripts/gen_docs.py copies them between markers.
 """
@@ -60,6 +60,10 @@ def test_every_generated_block_is_in_place():
     expected = {
         "plugins/doc_fragments/gpu.py": ["gpu-daemons"],
         "plugins/modules/gpu_release.py": ["engine-patterns", "engine-choices"],
+        "plugins/modules/server_plan.py": ["engine-names"],
+        "plugins/modules/drafter_check.py": ["engine-names"],
+        "plugins/modules/server_wait.py": ["engine-names-auto"],
+        "plugins/modules/llm_benchmark.py": ["engine-names-auto"],
         "plugins/lookup/engine_patterns.py": ["engine-patterns"],
         "roles/sglang_server/meta/argument_specs.yml": ["sglang-kill-set"],
         "docs/gpu_release.md": ["gpu-daemons", "engine-patterns"],
@@ -109,17 +113,17 @@ def test_module_docs_parse_with_the_fragment():
 def test_engine_patterns_in_order_and_unknown_refused():
     assert _patterns.engine_patterns(["sglang", "vllm"]) == (
         _patterns.ENGINE_PATTERNS["sglang"] + _patterns.ENGINE_PATTERNS["vllm"])
-    with pytest.raises(InvalidInput, match="unknown engine 'trt'; known engines: sglang, vllm"):
+    with pytest.raises(InvalidInput, match="unknown engine 'trt'; known engines: %s" % ", ".join(sorted(_patterns.ENGINE_PATTERNS))):
         _patterns.engine_patterns(["trt"])
 
 
 def test_any_is_every_engine_once():
     everything = [p for pats in _patterns.ENGINE_PATTERNS.values() for p in pats]
     assert _patterns.engine_patterns(["any"]) == everything
-    assert _patterns.engine_patterns(["vllm", "any"]) == (
-        _patterns.ENGINE_PATTERNS["vllm"] + _patterns.ENGINE_PATTERNS["sglang"])
+    assert _patterns.engine_patterns(["vllm", "any"]) == _patterns.ENGINE_PATTERNS["vllm"] + [
+        p for name, pats in _patterns.ENGINE_PATTERNS.items() if name != "vllm" for p in pats]
     assert _patterns.engine_patterns([]) == []
-    with pytest.raises(InvalidInput, match=r"known engines: sglang, vllm \(or any: every one\)"):
+    with pytest.raises(InvalidInput, match=r"known engines: %s \(or any: every one\)" % ", ".join(sorted(_patterns.ENGINE_PATTERNS))):
         _patterns.engine_patterns(["vLLM"])
 
 
@@ -141,7 +145,7 @@ def test_the_lookup_returns_the_engine_constant():
     from ansible_collections.gpufleet.serving.plugins.lookup.engine_patterns import LookupModule
     lookup = LookupModule()
     assert lookup.run(["sglang", "vllm"], variables={}) == _patterns.engine_patterns(["sglang", "vllm"])
-    assert lookup.run(["any"], variables={}) == _patterns.engine_patterns(["sglang", "vllm"])
+    assert lookup.run(["any"], variables={}) == _patterns.engine_patterns(list(_patterns.ENGINE_PATTERNS))
     with pytest.raises(AnsibleLookupError, match="name at least one engine"):
         lookup.run([], variables={})
     with pytest.raises(AnsibleLookupError, match="unknown engine 'trt'"):

@@ -4,7 +4,7 @@
 """The architecture of docs/design.md ("Packages and what may import what"), checked on the source.
 
 Every import under plugins/ is read with ast (no code is run) and its source and target
-are reduced to a layer: a module_utils package (`_proc`, `_gpu`, `_server`, `_bench`), a
+are reduced to a layer: a module_utils package (`_engines`, `_proc`, `_gpu`, `_server`, `_bench`), a
 module_utils file (`_errors`, `_deps`, `_files`, `_safe_text`, `_http`), `plugin_utils`, `modules`,
 `action`, `filter`. ALLOWED says which layers each may import; a new package or plugin
 type must be added here (and to docs/design.md) before it can be used.
@@ -23,17 +23,18 @@ PREFIX = "ansible_collections.gpufleet.serving.plugins."
 
 BASE = {"_errors"}  # what every module_utils layer may use
 LEAF = BASE | {"_files", "_safe_text"}
-MODULE_UTILS = {"_errors", "_deps", "_files", "_safe_text", "_http", "_proc", "_gpu", "_server", "_bench"}
+MODULE_UTILS = {"_errors", "_deps", "_files", "_safe_text", "_http", "_engines", "_proc", "_gpu", "_server", "_bench"}
 ALLOWED = {
     "_errors": set(),
     "_deps": BASE,
     "_files": BASE,
     "_safe_text": BASE,
     "_http": BASE,
+    "_engines": BASE,
     "_proc": BASE,
-    "_gpu": LEAF | {"_proc", "_deps"},
-    "_server": LEAF | {"_proc", "_http"},
-    "_bench": LEAF | {"_http"},
+    "_gpu": LEAF | {"_proc", "_deps", "_engines"},
+    "_server": LEAF | {"_proc", "_http", "_engines"},
+    "_bench": LEAF | {"_http", "_engines"},
     "plugin_utils": MODULE_UTILS | {"plugin_utils"},
     "modules": MODULE_UTILS,
     "action": MODULE_UTILS | {"plugin_utils"},
@@ -119,6 +120,8 @@ def test_imports_follow_the_layers():
     ("_bench", "_server", False),
     ("_server", "_http", True),
     ("_errors", "_proc", False),
+    ("_engines", "_server", False),
+    ("_server", "_engines", True),
     ("modules", "plugin_utils", False),
     ("action", "plugin_utils", True),
 ])

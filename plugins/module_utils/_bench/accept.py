@@ -5,14 +5,14 @@
 """Which server this is, and its speculative acceptance length for one level only.
 
 Server-wide counters include every request the server ever served, so the
-acceptance of a level is computed from counter deltas taken around it:
+acceptance of a level is computed from counter deltas taken around it, with each
+engine's formula (Engine.accept_length in _engines/):
 
-- SGLang (--enable-metrics): d(sglang:generation_tokens_total) /
-  d(sglang:spec_verify_calls_total), the tokens each verify step produced,
-  the same quantity as completion_tokens / meta_info.spec_verify_ct.
-- SGLang without metrics: /server_info internal_states[0].avg_spec_accept_length
-  read after the level (the server's own recent average; source says so).
-- vLLM: 1 + d(vllm:spec_decode_num_accepted_tokens) / d(vllm:spec_decode_num_drafts).
+- PLUS_ONE + d(NUMERATOR) / d(DENOMINATOR): tokens per verify step (SGLang with
+  --enable-metrics), or 1 + accepted tokens per draft (vLLM);
+- an engine whose metrics are off but whose server info carries its own recent
+  average (Engine.server_info_accept_length, SGLang's /server_info
+  internal_states[0].avg_spec_accept_length) gives that, read after the level.
 
 None when no speculative step ran during the level.
 """
@@ -21,6 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine import AcceptLength, Engine
+
 if TYPE_CHECKING:
     from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
 def parse_prometheus(text: str) -> dict:
     """{metric name: sum over its label sets} from Prometheus text format.
 
-    Counters are summed across labels (SGLang labels by model and, in some
+    Counters are summed across labels (an engine may label by model and, in some
     versions, by rank). `_created` samples are timestamps, not counts: dropped.
     """
     out = {}
@@ -79,30 +82,21 @@ def counter(metrics: dict, names: str | tuple) -> float | None:
     return None
 
 
-SGLANG_TOKENS = "sglang:generation_tokens"
-# SGLang's counter is spec_verify_calls; spec_verify_ct is accepted as an alias
-# (the name of the per-request field, used by some builds and stand-ins).
-SGLANG_VERIFY = ("sglang:spec_verify_calls", "sglang:spec_verify_ct")
-# vLLM 0.33.0: vllm/v1/spec_decode/metrics.py SpecDecodingProm (prometheus_client Counters, so
-# scraped with `_total`; labels model_name and engine). The per-position counter
-# vllm:spec_decode_num_accepted_tokens_per_pos_total shares the prefix but not the name.
-VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
-VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
-
-
 def detect_flavor(models_json: dict | None, metrics_text: str, server_info: dict | None) -> str:
-    """'sglang', 'vllm' or 'unknown', from what the server already answered."""
+    """An engine's name or 'unknown', from what the server already answered: the model card's
+    owner, else the metrics' prefix, else keys only one engine's server info has (registry order)."""
     for card in (models_json or {}).get("data") or []:
         owner = str(card.get("owned_by", "")).lower()
-        if owner in ("sglang", "vllm"):
+        if owner in _registry.names():
             return owner
     if metrics_text:
-        if "sglang:" in metrics_text:
-            return "sglang"
-        if "vllm:" in metrics_text:
-            return "vllm"
-    if isinstance(server_info, dict) and ("internal_states" in server_info or "tp_size" in server_info):
-        return "sglang"
+        for engine in _registry.engines():
+            if engine.metric_prefix in metrics_text:
+                return engine.name
+    if isinstance(server_info, dict):
+        for engine in _registry.engines():
+            if any(key in server_info for key in engine.server_info_keys):
+                return engine.name
     return "unknown"
 
 
@@ -112,13 +106,14 @@ class AcceptanceMeter:
     def __init__(self, client: HttpClient, flavor: str) -> None:
         self.client = client  # an _http.HttpClient
         self.flavor = flavor
+        self.engine = _registry.find(flavor)
 
     def _metrics(self):
         answer = self.client.get("/metrics")
         return parse_prometheus(answer.text) if answer.status == 200 else None
 
     def snapshot(self) -> dict | None:
-        if self.flavor not in ("sglang", "vllm"):
+        if self.engine is None:
             return None
         return self._metrics()
 
@@ -131,24 +126,25 @@ class AcceptanceMeter:
 
         after: the snapshot taken after the span; read now when not given.
         """
-        if self.flavor not in ("sglang", "vllm"):
+        if self.engine is None:
             return None, None
         if after is False:
             after = self._metrics() if before is not None else None
-        if self.flavor == "vllm":
-            return vllm_acceptance(before, after)
-        length, source = sglang_acceptance(before, after)
-        if source is None:  # no usable counters: ask the server itself
-            return sglang_server_info_acceptance(self._server_info())
+        length, source = acceptance(self.engine.accept_length, before, after)
+        if source is None and self.engine.server_info_accept_length:  # no usable counters: ask the server
+            return server_info_acceptance(read_server_info(self.client, self.engine),
+                                          self.engine.server_info_accept_length)
         return length, source
 
-    def _server_info(self):
-        return read_server_info(self.client)
 
-
-def read_server_info(client: HttpClient) -> dict | None:
-    """SGLang's /server_info (/get_server_info before 0.4.4), or None."""
-    return client.get_json("/server_info") or client.get_json("/get_server_info")
+def read_server_info(client: HttpClient, engine: Engine | None = None) -> dict | None:
+    """The first server-info answer among ENGINE's paths (every engine's when None), or None."""
+    for one in (engine,) if engine else _registry.engines():
+        for path in one.server_info_paths:
+            info = client.get_json(path)
+            if info:
+                return info
+    return None
 
 
 def _delta(before, after, name):
@@ -160,33 +156,27 @@ def _delta(before, after, name):
     return a - b
 
 
-def sglang_acceptance(before: dict | None, after: dict | None) -> tuple:
-    verify = _delta(before, after, SGLANG_VERIFY)
-    tokens = _delta(before, after, SGLANG_TOKENS)
-    if verify is None or tokens is None:
+def acceptance(formula: AcceptLength, before: dict | None, after: dict | None) -> tuple:
+    """(PLUS_ONE + d(NUMERATOR) / d(DENOMINATOR) or None, "metrics" or None): None, None without the
+    counters; None, "metrics" when they exist but no speculative step ran."""
+    denominator = _delta(before, after, formula.denominator)
+    numerator = _delta(before, after, formula.numerator)
+    if denominator is None or numerator is None:
         return None, None
-    if verify <= 0:
+    if denominator <= 0:
         return None, "metrics"  # counters exist, no speculative step ran: not speculative
-    return round(tokens / verify, 3), "metrics"
+    return round((1.0 if formula.plus_one else 0.0) + numerator / denominator, 3), "metrics"
 
 
-def vllm_acceptance(before: dict, after: dict | None) -> tuple:
-    drafts = _delta(before, after, VLLM_DRAFTS)
-    accepted = _delta(before, after, VLLM_ACCEPTED)
-    if drafts is None or accepted is None:
-        return None, None
-    if drafts <= 0:
-        return None, "metrics"
-    return round(1.0 + accepted / drafts, 3), "metrics"
-
-
-def sglang_server_info_acceptance(info: dict | None) -> tuple:
+def server_info_acceptance(info: dict | None, key: str) -> tuple:
+    """The server's own recent average, internal_states[0][KEY], or None (None, "server_info" when
+    the server says it runs no speculative algorithm)."""
     if not isinstance(info, dict):
         return None, None
     if "speculative_algorithm" in info and not info.get("speculative_algorithm"):
         return None, "server_info"
     states = info.get("internal_states") or []
-    value = states[0].get("avg_spec_accept_length") if states and isinstance(states[0], dict) else None
+    value = states[0].get(key) if states and isinstance(states[0], dict) else None
     if value is None:
         return None, None
     return round(float(value), 3), "server_info"

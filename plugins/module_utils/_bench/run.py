@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The llm_benchmark sweep: find the model and flavor, run each level, summarise."""
+"""The llm_benchmark sweep: find the model and engine, run each level, summarise."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats im
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import USER_AGENT, Endpoint
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.sample import load_workload
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, ssl_context
@@ -40,12 +41,10 @@ def default_requests(level: int) -> int:
     return -(-n // level) * level
 
 
-# The servers' own output-token counters (SGLang counts a request when it finishes:
-# srt/observability/metrics_collector.py observe_one_finished_request).
-GENERATION_COUNTERS = ("sglang:generation_tokens", "vllm:generation_tokens")
-# Their finished-request counters (metrics_collector.py num_requests_total; vLLM
-# v1/metrics/loggers.py request_success, summed over finished_reason).
-REQUEST_COUNTERS = ("sglang:num_requests", "vllm:request_success")
+# The servers' own output-token and finished-request counters (Engine.generated_tokens,
+# Engine.finished_requests), the first present counts.
+GENERATION_COUNTERS = tuple(engine.generated_tokens for engine in _registry.engines())
+REQUEST_COUNTERS = tuple(engine.finished_requests for engine in _registry.engines())
 
 
 def _check(params):
@@ -107,7 +106,7 @@ def run_benchmark(params: dict) -> dict:
                                 % (client.base_url, answer.status))
         model = cards[0]["id"]
 
-    flavor = params.get("flavor") or "auto"
+    flavor = params.get("engine") or "auto"
     if flavor == "auto":
         metrics = client.get("/metrics")
         flavor = detect_flavor(models, metrics.text if metrics.status == 200 else "", read_server_info(client))
@@ -119,11 +118,11 @@ def run_benchmark(params: dict) -> dict:
         raise InvalidInput(str(exc))
     meter = AcceptanceMeter(client, flavor)
     writer = RecordWriter(params.get("request_records"))
-    # SGLang answers per-request acceptance when asked (srt/entrypoints/openai/protocol.py
-    # return_spec_tokens_details); asked for only where something uses it: the records, or
-    # the figures per category.
+    # Per-request acceptance, where the engine answers it, is asked for only where something
+    # uses it: the records, or the figures per category.
     wanted = writer.path or (workload and workload.info["categories"])
-    extra = {"return_spec_tokens_details": True} if wanted and flavor == "sglang" else None
+    known = _registry.find(flavor)
+    extra = known.per_request_acceptance if wanted and known else None
 
     out_levels = []
     seed = params.get("seed") or 0
@@ -184,7 +183,7 @@ def run_benchmark(params: dict) -> dict:
     result = {
         "levels": out_levels,
         "summary": summary(out_levels),
-        "server": {"base_url": base_url, "model": model, "flavor": flavor},
+        "server": {"base_url": base_url, "model": model, "engine": flavor, "flavor": flavor},  # flavor: deprecated
         "workload": workload.info if workload else {"source": "random"},
         "config": {
             "api": api,

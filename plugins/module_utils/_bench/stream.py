@@ -86,6 +86,7 @@ def read_event(data: bytes) -> tuple:
     else raises MalformedResponse naming the key. Exact type checks (`type(x) is
     int`) keep it cheap per chunk and refuse a bool or float count.
     """
+    # pylint: disable=unidiomatic-typecheck
     try:
         obj = json.loads(data)
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting

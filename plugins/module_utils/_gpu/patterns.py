@@ -12,24 +12,15 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
-# Each engine's kill set, by name: the one place these regexes are written. The
-# sglang_server role and reset.yml read them through the gpufleet.serving.engine_patterns
-# lookup; scripts/gen_docs.py copies them into the docs. A new engine is a new key.
-ENGINE_PATTERNS = {
-    # SGLang's own kill set (sglang 0.5.23: sglang/cli/killall.py, which also matches the
-    # `sglang serve` entry point; older: scripts/killall_sglang.sh).
-    "sglang": [r"sglang::", r"sglang\.launch_server", r"sglang\.bench",
-               r"sglang\.data_parallel", r"sglang\.srt", r"sgl_diffusion::", r"sglang serve"],
-    # vLLM 0.33.0: engine cores and workers retitle themselves VLLM::EngineCore,
-    # VLLM::Worker_TP<r> and can outlive a killed API server (vllm issues 55510, 34643);
-    # the entry points run as python -m vllm.entrypoints.* (the set reset.yml always used),
-    # and the API server started by the console script keeps `.../bin/vllm serve MODEL` as
-    # its command line (one API server gets no title: vllm/entrypoints/cli/serve.py).
-    "vllm": [r"VLLM::", r"vllm\.entrypoints", r"vllm serve"],
-}
-SGLANG_PATTERNS = ENGINE_PATTERNS["sglang"]
+# Each engine's kill set, by name (Engine.kill_patterns, written once in its _engines/ file).
+# The server roles and reset.yml read them through the gpufleet.serving.engine_patterns
+# lookup; scripts/gen_docs.py copies them into the docs.
+ENGINE_PATTERNS = {engine.name: list(engine.kill_patterns) for engine in _registry.engines()}
+# A pattern the messages give as an example: the first two of the default engine's kill set.
+EXAMPLE = "|".join(_registry.get(_registry.DEFAULT).kill_patterns[:2])
 # The name that stands for every engine of ENGINE_PATTERNS (gpu_release's engine: any).
 ANY_ENGINE = "any"
 
@@ -89,7 +80,7 @@ def compile_patterns(patterns: list | None, force_broad: bool = False) -> list:
         if raw is None or str(raw).strip() == "":
             raise InvalidInput(
                 "patterns: an empty pattern matches every process; "
-                "give a regex for the server's command line, e.g. 'sglang::|sglang\\.launch_server'")
+                "give a regex for the server's command line, e.g. '%s'" % EXAMPLE)
         raw = str(raw)
         try:
             regex = re.compile(raw)
@@ -110,8 +101,8 @@ def _refuse_broad(raw, regex):
     if hits:
         raise InvalidInput(
             "patterns: %r is too broad: it matches ordinary processes such as %r; "
-            "use a pattern specific to the server (e.g. 'sglang::|sglang\\.launch_server'), "
-            "or set force_broad: true" % (raw, hits[0]))
+            "use a pattern specific to the server (e.g. '%s'), "
+            "or set force_broad: true" % (raw, hits[0], EXAMPLE))
 
 
 def matches_any(regexes: list, cmdline: str) -> bool:

@@ -8,32 +8,8 @@ from __future__ import annotations
 import json
 import os
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-
-# The EAGLE-3 draft classes sglang 0.5.23 registers (EntryClass in sglang/srt/models/):
-# llama_eagle3.py and kimi_k25_eagle3.py. SGLang loads a drafter by its config's
-# `architectures`, so any other name fails only after the target's long load.
-EAGLE3_ARCHITECTURES = ("LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM")
-# Its EAGLE-1/2 draft classes (llama_eagle.py, qwen2_eagle.py, mistral_eagle.py,
-# mistral_large_3_eagle.py): drafters for --speculative-algorithm EAGLE, not EAGLE3.
-EAGLE_ARCHITECTURES = ("LlamaForCausalLMEagle", "Qwen2ForCausalLMEagle", "MistralForCausalLMEagle",
-                       "MistralLarge3ForCausalLMEagle")
-
-
-# vLLM 0.33.0 with --speculative-config method eagle3 renames each drafter architecture X to
-# Eagle3X unless X starts or ends with Eagle3 (vllm/transformers_utils/configs/eagle.py,
-# EAGLEConfig) and loads that name from _SPECULATIVE_DECODING_MODELS
-# (vllm/model_executor/models/registry.py): the names there that load an EAGLE-3 module
-# (llama_eagle3, qwen3_eagle3, deepseek_eagle3).
-VLLM_EAGLE3_ARCHITECTURES = ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3MiniMaxM2ForCausalLM",
-                             "Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM", "Eagle3Qwen3ForCausalLM",
-                             "Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM", "PEagleDraftModel",
-                             "PeagleLlamaForCausalLM", "PeagleQwen3ForCausalLM")
-
-
-def vllm_eagle3_name(arch: str) -> str:
-    """The registry name vLLM 0.33.0's method eagle3 looks up for a drafter architecture."""
-    return arch if arch.startswith("Eagle3") or arch.endswith("Eagle3") else "Eagle3" + arch
 
 
 def load_config(model_path: str, role: str) -> dict:
@@ -65,41 +41,11 @@ def check_speculative_numbers(num_steps: int | None, eagle_topk: int | None, num
                                "num_steps=%d (expected %d)" % (num_draft_tokens, num_steps, num_steps + 1))
 
 
-def check_architectures(archs: list) -> None:
-    """Refuse a drafter whose architectures SGLang does not load as an EAGLE-3 draft model."""
-    if any(a in EAGLE3_ARCHITECTURES for a in archs):
-        return
-    expected = " or ".join(EAGLE3_ARCHITECTURES)
-    older = [a for a in archs if a in EAGLE_ARCHITECTURES]
-    if older:
-        raise InvalidInput("drafter architectures=%s is an EAGLE-1/2 drafter, not an EAGLE-3 one: SGLang's "
-                           "--speculative-algorithm EAGLE3 needs a drafter trained for EAGLE-3 (architectures %s); "
-                           "use an EAGLE-3 drafter for this target, or run this one with "
-                           "--speculative-algorithm EAGLE" % (archs, expected))
-    raise InvalidInput("drafter architectures=%s is not an EAGLE-3 architecture SGLang registers "
-                       "(expected %s)" % (archs, expected))
-
-
-def check_vllm_architectures(archs: list) -> None:
-    """Refuse a drafter that vLLM 0.33.0's method eagle3 cannot load (its rename, then its registry)."""
-    if any(a in VLLM_EAGLE3_ARCHITECTURES or vllm_eagle3_name(a) in VLLM_EAGLE3_ARCHITECTURES for a in archs):
-        return
-    hint = ""
-    if any(a in EAGLE_ARCHITECTURES for a in archs):
-        hint = ("; it is an EAGLE-1/2 drafter: use an EAGLE-3 drafter for this target, or run this one with "
-                "--speculative-config method eagle")
-    raise InvalidInput("drafter architectures=%s is not an EAGLE-3 architecture vLLM 0.33.0 registers (method eagle3 "
-                       "loads %s; expected one of %s)%s"
-                       % (archs, [vllm_eagle3_name(a) for a in archs], ", ".join(VLLM_EAGLE3_ARCHITECTURES), hint))
-
-
-def check_pair(drafter: dict, target: dict, engine: str = "sglang") -> dict:
-    """Raise InvalidInput naming the field and both values at the first mismatch."""
+def check_pair(drafter: dict, target: dict, engine: str = "") -> dict:
+    """Raise InvalidInput naming the field and both values at the first mismatch (the architectures
+    first: the ones ENGINE loads as an EAGLE-3 draft model, Engine.check_drafter)."""
     archs = drafter.get("architectures") or []
-    if engine == "vllm":
-        check_vllm_architectures(archs)
-    else:
-        check_architectures(archs)
+    _registry.get(engine).check_drafter(archs)
     for field in ("hidden_size", "vocab_size"):
         if drafter.get(field) != target.get(field):
             raise InvalidInput("%s differs: drafter %s=%s, target %s=%s"
@@ -122,5 +68,5 @@ def check_drafter(params: dict) -> dict:
     """The drafter_check module's result: the speculative numbers and the drafter/target pair checked."""
     check_speculative_numbers(params["num_steps"], params["eagle_topk"], params["num_draft_tokens"])
     drafter = check_pair(load_config(params["draft_model_path"], "drafter"),
-                         load_config(params["target_model_path"], "target"), params.get("engine") or "sglang")
+                         load_config(params["target_model_path"], "target"), params.get("engine") or "")
     return {"changed": False, "drafter": drafter}

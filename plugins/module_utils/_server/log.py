@@ -2,10 +2,11 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Start-up phases and failure causes read from an SGLang or vLLM server log.
+"""Start-up phases and failure causes read from an inference server's log.
 
-No Ansible imports: the rules are plain regular expressions over log lines,
-so unit tests can feed them real lines copied from public logs.
+No Ansible imports: the rules are plain regular expressions over log lines (each engine's
+in its _engines/ file, beside the source it was built from; the shared ones here), so unit
+tests can feed them real lines copied from public logs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import datetime
 import os
 import re
 from typing import Any
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine import Cause, PhaseRule
 
 # Phases in start-up order. Both servers load weights, size the KV cache and
 # capture CUDA graphs before the HTTP server listens (connection refused until then).
@@ -31,108 +35,42 @@ PHASES = (
     "ready",
 )
 
-# (flavor or None for both, phase, pattern). First matching rule wins.
-# The SGLang and vLLM patterns are built from the format strings of the versions the
-# collection is tested against (sglang 0.5.23, vLLM 0.33.0; source files named beside each
-# rule); tests/unit/plugins/module_utils/test_server_log_sources.py reads those format
-# strings from the installed wheels. Older spellings are kept as alternatives.
-_PHASE_RULES = (
-    # sglang/srt/distributed/bootstrap.py: "Init parallel begin." (older: "Init torch distributed begin.")
-    ("sglang", "init", re.compile(r"Init (?:parallel|torch distributed) begin")),
-    # sglang/srt/model_executor/model_runner.py: f"Load weight begin. avail mem=..." / f"Load weight end. "
-    ("sglang", "loading_weights", re.compile(r"Load weight begin")),
-    ("sglang", "weights_loaded", re.compile(r"Load weight end")),
-    # sglang/srt/mem_cache/memory_pool.py: f"{label} KV Cache is allocated. dtype: ..."
-    ("sglang", "kv_cache", re.compile(r"KV Cache is allocated")),
-    # sglang/srt/model_executor/model_runner_components/cuda_graph_setup.py:
-    # f"Capture {target|draft} {decode|verify|prefill} CUDA graph begin." / "... end."
-    # (older: "Capture cuda graph begin."); the first begin and the first end count.
-    ("sglang", "cuda_graph", re.compile(r"Capture (?:[\w-]+ )*?(?:cuda|CUDA) graph begin")),
-    ("sglang", "cuda_graph_done", re.compile(r"Capture (?:[\w-]+ )*?(?:cuda|CUDA) graph end")),
-    # sglang/srt/entrypoints/http_server.py: logger.info("The server is fired up and ready to roll!")
-    ("sglang", "ready", re.compile(r"The server is fired up and ready to roll")),
-    # vLLM 0.33.0 (v1 engine; v0 spellings kept)
-    # vllm/v1/engine/core.py: "Initializing a V1 LLM engine (v%s) with config: %s"
-    ("vllm", "init", re.compile(r"Initializing an? (?:V1 )?LLM engine")),
-    # vllm/v1/worker/gpu_model_runner.py: "Starting to load model %s...", "Model loading took %s GiB ..."
-    ("vllm", "loading_weights", re.compile(r"Starting to load model")),
-    ("vllm", "weights_loaded", re.compile(r"Loading (?:model )?weights took|Model loading took")),
-    # vllm/v1/core/kv_cache_utils.py: "%s KV cache size: %s tokens, ..." (%s: "GPU", ...)
-    ("vllm", "kv_cache", re.compile(r"KV cache size: [\d,]+ tokens|# GPU blocks:|# cuda blocks:")),
-    # vllm/v1/worker/gpu_model_runner.py: the tqdm bar's desc "Capturing CUDA graphs ({}, {})" (also
-    # vllm/v1/worker/gpu/cudagraph_utils.py progress_bar_desc), then "Graph capturing finished in ..."
-    ("vllm", "cuda_graph", re.compile(r"Capturing (?:CUDA graph|cudagraphs|the model for CUDA graphs)")),
-    ("vllm", "cuda_graph_done", re.compile(r"Graph capturing finished")),
-    ("vllm", "engine_ready", re.compile(r"init engine \(profile, create kv cache, warmup model\) took")),
-    # vllm/entrypoints/launchers/api_server/entry.py: "Starting vLLM server on %s"
-    # (before 0.33: "Starting vLLM API server 0 on ...")
-    ("vllm", "http_server", re.compile(r"Starting vLLM (?:API )?server")),
-    # vLLM's engine is warm before uvicorn starts: startup complete means /health answers.
-    # vllm/entrypoints/launchers/launcher.py serve_http hands uvicorn the socket it bound
-    # (server.serve(sockets=[sock])), and uvicorn then skips "Uvicorn running on"
-    # (uvicorn/server.py: `if sockets is None: self._log_started_message(...)`); its lifespan
-    # still logs "Application startup complete." (uvicorn/lifespan/on.py).
-    ("vllm", "ready", re.compile(r"Application startup complete")),
-    # uvicorn, used by both
-    (None, "http_server", re.compile(r"Uvicorn running on")),
-    # sglang/srt/entrypoints/http_server.py (_execute_server_warmup): GET /model_info (older:
-    # /get_model_info), then POST /generate, /v1/chat/completions (a model that understands
-    # images, e.g. Kimi-K2.5), /encode (an embedding model) or /v1/systemone (a Clef or
-    # Kev checkpoint); uvicorn's access log shows them.
-    ("sglang", "warmup", re.compile(
-        r'"(?:GET /(?:get_)?model_info|POST /(?:generate|encode|v1/chat/completions|v1/systemone)) HTTP')),
+# Rules every engine's log shares (the engines' own rules, with the source of each, are in
+# _engines/: Engine.phase_rules and Engine.causes).
+_SHARED_PHASE_RULES = (
+    # uvicorn, used by every engine
+    PhaseRule("http_server", re.compile(r"Uvicorn running on")),
+)
+_SHARED_CAUSES = (
+    Cause("oom", "out of GPU memory", re.compile(
+        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|Not enough memory"), 1),
+    Cause("bad_argument", "bad command-line argument", re.compile(
+        r"^[\w./-]+(?: [\w./-]+)?: error: "), 3),  # argparse: "prog: error: msg" ("ENGINE serve: error: ...")
 )
 
-# Strong markers that tell which server wrote the log (first one seen decides).
-_FLAVOR_MARKERS = (
-    ("sglang", re.compile(r"Load weight begin|Init parallel begin|server_args=\{|ServerArgs\(|ready to roll"
-                          r"|sglang[:./]|\[\d{4}-\d\d-\d\d [\d:]+ (?:DP\d+ )?TP\d+\]")),
-    ("vllm", re.compile(r"vLLM|\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorkerProcess) pid=\d+\)|vllm[./]")),
-)
 
+def _phase_rules() -> tuple:
+    """(engine name or None for all, PhaseRule): each engine's rules in registry order, then the shared
+    ones. First matching rule wins."""
+    own = [(engine.name, rule) for engine in _registry.engines() for rule in engine.phase_rules]
+    return tuple(own + [(None, rule) for rule in _SHARED_PHASE_RULES])
+
+
+def _causes() -> tuple:
+    """(kind, text, patterns) by rank (then shared before the engines', in registry order); an engine's
+    cause of a kind already listed adds its pattern to that kind."""
+    listed = sorted(_SHARED_CAUSES + tuple(c for e in _registry.engines() for c in e.causes), key=lambda c: c.rank)
+    merged = collections.OrderedDict()
+    for cause in listed:
+        text, patterns = merged.get(cause.kind, (cause.text, []))
+        merged[cause.kind] = (text or cause.text, patterns + [cause.pattern])
+    return tuple((kind, text, tuple(patterns)) for kind, (text, patterns) in merged.items())
+
+
+_PHASE_RULES = _phase_rules()
 # Failure causes, most specific first: an OOM often ends in a later warm-up error.
-CAUSES = (
-    # vLLM 0.33.0: vllm/v1/core/kv_cache_planning.py "No available memory for the cache blocks.",
-    # "... KV cache is needed, which is larger than the available KV cache memory ..."; vllm/v1/worker/
-    # utils.py f"Free memory on device {dev} (x/y GiB) on startup is less than desired GPU memory
-    # utilization (...)" / "... is less than the engine's budget ..." (memory another process, often an
-    # old EngineCore, still holds); vllm/v1/worker/gpu_model_runner.py "CUDA out of memory occurred when
-    # warming up sampler ...".
-    ("oom", "out of GPU memory", re.compile(
-        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|Not enough memory"
-        r"|No available memory for the cache blocks|larger than the available KV cache memory"
-        r"|on startup is less than (?:desired GPU memory utilization|the engine's budget)")),
-    # SGLang checks its own ports before it starts (sglang/srt/server_args.py, PortArgs:
-    # f"Port is already in use. {dist_init_port=} ..." after sglang/srt/utils/network.py
-    # wait_port_available: f"{port_name} at {port} is not available in {timeout_s} seconds.").
-    ("ports_held", "SGLang's ports are still held, most likely by the previous server on this port "
-     "that has not exited yet: stop it and release its GPUs before relaunching "
-     "(SGLang waits 30 s for them; SGLANG_WAIT_PORT_TIMEOUT sets that)", re.compile(
-         r"Port is already in use\. dist_init_port=|\w+_port at \d+ is not available in \d+ seconds")),
-    # vLLM binds its port before the engine starts (vllm/entrypoints/launchers/launcher.py
-    # create_server_socket: sock.bind(addr), with SO_REUSEADDR) and dies with Python's
-    # "OSError: [Errno 98] Address already in use".
-    ("address_in_use", "address already in use (port taken: an old server may still hold it)", re.compile(
-        r"address already in use|Errno 98\b|EADDRINUSE", re.IGNORECASE)),
-    ("bad_argument", "bad command-line argument", re.compile(
-        r"^[\w./-]+(?: [\w./-]+)?: error: ")),  # argparse: "prog: error: msg" ("sglang serve: error: ...")
-    # sglang/srt/entrypoints/http_server.py: f"Initialization failed. warmup error: {last_traceback}"
-    ("warmup_error", "warm-up request failed", re.compile(r"Initialization failed\. warmup error")),
-    # vLLM 0.33.0's engine core (in its own process, VLLM::EngineCore) failed or died; the root cause
-    # is logged above these lines, so every more specific cause comes first. vllm/v1/engine/core.py
-    # "EngineCore failed to start." / "EngineCore encountered a fatal error."; vllm/v1/engine/utils.py
-    # "Engine core initialization failed. See root cause above. Failed core proc(s): {...}";
-    # vllm/v1/utils.py f"Engine core process {name} died unexpectedly."; vllm/v1/executor/
-    # multiproc_executor.py "Worker proc %s died unexpectedly (exit code: %s), shutting down executor."
-    ("engine_failed", "vLLM's engine core failed to start or died (its own error is logged above)", re.compile(
-        r"Engine core initialization failed|EngineCore failed to start|EngineCore encountered a fatal error"
-        r"|Engine core process \S+ died unexpectedly|Worker proc \S+ died unexpectedly")),
-)
+CAUSES = _causes()
 _CAUSE_TEXT = dict((kind, text) for kind, text, unused in CAUSES)
-
-# SGLang: "[2025-12-23 14:18:01 TP0] ..."; vLLM: "INFO 05-06 20:59:57 [file.py:1] ..."
-_TS_SGLANG = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
-_TS_VLLM = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)\b")
 
 MAX_LINE = 400  # a returned line is cut here (tqdm bars can be very long)
 
@@ -146,42 +84,37 @@ def clean_line(raw: str) -> str:
 
 
 def flavor_of_line(line: str) -> str | None:
-    for flavor, pattern in _FLAVOR_MARKERS:
-        if pattern.search(line):
-            return flavor
+    """The engine whose marker the line carries (registry order), or None."""
+    for engine in _registry.engines():
+        if engine.log_marker.search(line):
+            return engine.name
     return None
 
 
 def match_phase(line: str, flavor: str | None = None) -> str | None:
-    """Phase a line announces, or None. flavor None accepts both servers' rules."""
-    for rule_flavor, phase, pattern in _PHASE_RULES:
-        if rule_flavor and flavor and rule_flavor != flavor:
+    """Phase a line announces, or None. flavor None accepts every engine's rules."""
+    for rule_engine, rule in _PHASE_RULES:
+        if rule_engine and flavor and rule_engine != flavor:
             continue
-        if pattern.search(line):
-            # uvicorn's "Application startup complete" also appears in SGLang logs,
-            # where it only means the HTTP server is up.
-            if phase == "ready" and rule_flavor == "vllm" and flavor is None:
-                return "http_server"
-            return phase
+        if rule.pattern.search(line):
+            return rule.unsure if rule.unsure and flavor is None else rule.phase
     return None
 
 
 def match_cause(line: str) -> str | None:
-    for kind, _text, pattern in CAUSES:
-        if pattern.search(line):
+    for kind, _text, patterns in CAUSES:
+        if any(p.search(line) for p in patterns):
             return kind
     return None
 
 
 def parse_timestamp(line: str) -> Any:
-    """datetime of a log line's own timestamp, or None."""
-    found = _TS_SGLANG.search(line)
-    if found:
-        return datetime.datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S")
-    found = _TS_VLLM.search(line)
-    if found:
-        # vLLM omits the year; any fixed leap year keeps offsets right (but across New Year).
-        return datetime.datetime.strptime("2000-" + found.group(1), "%Y-%m-%d %H:%M:%S")
+    """datetime of a log line's own timestamp (the first engine format that matches), or None."""
+    for engine in _registry.engines():
+        pattern, fmt, prefix = engine.log_timestamp
+        found = pattern.search(line)
+        if found:
+            return datetime.datetime.strptime(prefix + found.group(1), fmt)
     return None
 
 

@@ -2,13 +2,14 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The sglang_server role's plan: compose the launch, read what runs, decide.
+"""A server role's plan: compose the launch, read what runs, decide.
 
-One call gives the role everything it needs before it acts: the `sglang serve` command
-line and what the supervisor starts, the configuration fingerprint, the paths, the
-supervisor, what runs now (server_process state file or systemd unit) with its health,
-the host's sglang version, and the decision (keep, relaunch or stop). Only reads.
-No Ansible imports: the module hands in its params and a command runner.
+One call gives the role everything it needs before it acts: the engine's `serve` command
+line (from the engine's option table, _engines/) and what the supervisor starts, the
+configuration fingerprint, the paths, the supervisor, what runs now (server_process state
+file or systemd unit) with its health, the host's engine version, and the decision (keep,
+relaunch or stop). Only reads. No Ansible imports: the module hands in its params and a
+command runner.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import os
 import stat
 from typing import Any, Callable, List, Tuple
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine import Engine, merge_option
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import parse_systemctl_show
@@ -26,29 +29,12 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch imp
 # (rc, stdout, stderr) of a command; the module passes module.run_command.
 Runner = Callable[[List[str]], Tuple[int, str, str]]
 
-# The distribution's version without importing sglang (slow: torch); an install without
-# metadata falls back to sglang.__version__.
-VERSION_PROBE = """\
-import importlib.metadata as m
-try:
-    print(m.version("sglang"))
-except m.PackageNotFoundError:
-    import sglang
-    print(sglang.__version__)"""
-
-ENGINES = ("sglang", "vllm")
-
 HEALTH_TIMEOUT = 10.0
 
 
-def entry_point(python: str, requested: str = "", engine: str = "sglang") -> str:
-    """`sglang` (or `vllm`: its console script runs `vllm serve`) beside the interpreter (its console script: `sglang serve`, the entry point sglang
-    0.5.23 recommends; sglang/launch_server.py warns that `python -m sglang.launch_server` is only
-    still supported), or `sglang` on PATH for a bare interpreter name."""
-    if requested:
-        return requested
-    name = "vllm" if engine == "vllm" else "sglang"
-    return os.path.dirname(python) + "/" + name if "/" in python else name
+def entry_point(python: str, requested: str = "", engine: str = "") -> str:
+    """REQUESTED, else the engine's console script beside the interpreter (or on PATH for a bare name)."""
+    return requested or _registry.get(engine).entry_point(python)
 
 
 def choose_supervisor(requested: str, service_mgr: str | None) -> str:
@@ -61,11 +47,11 @@ def paths(instance: str, log_dir: str, state_dir: str) -> dict[str, str]:
     return {
         "log": "%s/%s.log" % (log_dir, instance),
         "state_file": "%s/%s.json" % (state_dir, instance),
-        # SGLang reads --config YAML like its flags: the API key goes there (mode 0600),
-        # not on the command line that every local user can read in /proc.
+        # The --config YAML with the API key (mode 0600): the key stays off the command line
+        # that every local user can read in /proc.
         "secret_config": "%s/%s.secret.yaml" % (state_dir, instance),
-        # With a key, the server runs under log_redact.py, which copies its output to the log
-        # with the key replaced: real SGLang prints the key in its server_args= line.
+        # With a key, an engine that prints it (Engine.log_redactor) runs under log_redact.py,
+        # which copies its output to the log with the key replaced.
         "redactor": "%s/log_redact.py" % state_dir,
         "fingerprint_file": "%s/%s.fingerprint" % (state_dir, instance),
         "unit_file": "/etc/systemd/system/%s.service" % instance,
@@ -73,46 +59,46 @@ def paths(instance: str, log_dir: str, state_dir: str) -> dict[str, str]:
     }
 
 
-def _flag(name: str, value: Any) -> list[str]:
-    """--NAME VALUE, or nothing when VALUE is None (null leaves SGLang's default)."""
-    return [] if value is None else [name, str(value)]
+def _words(option: str, flag: str | None, kind: str, value: Any, secret_config: str) -> list[str]:
+    """The command-line words of one option (the kinds: _engines/engine.py FLAG_KINDS); null leaves the
+    engine's default."""
+    if kind == "args":
+        return [str(a) for a in value or []]
+    if kind == "switch":
+        return [flag] if value else []
+    if kind == "secret":
+        return [flag, secret_config] if value else []
+    if kind == "json":
+        return [flag, json.dumps(value, sort_keys=True)] if value else []
+    if kind == "text":
+        return [flag, value] if value else []
+    return [] if value is None else [flag, str(value)]
 
 
-def _common_flags(p: dict[str, Any], tp_flag: str) -> list[str]:
-    """The tensor-parallel size, listen address and served name, spelled alike by both engines but TP."""
-    argv = [tp_flag, str(p["tp_size"]), "--host", p["host"], "--port", str(p["port"])]
-    if p.get("served_model_name"):
-        argv += ["--served-model-name", p["served_model_name"]]
-    return argv
+def speculative(p: dict[str, Any], engine: Engine) -> dict[str, Any]:
+    """The option values the speculative settings add (merged with the ones given beside them:
+    lists joined, dicts merged with the given keys winning), and the numbers the engine runs."""
+    spec = p.get("speculative")
+    if not spec:
+        return {"options": {}, "numbers": None}
+    composed = engine.speculative_options(spec)
+    return {"options": {k: merge_option(v, p.get(k)) for k, v in composed.items()},
+            "numbers": engine.speculative_numbers(spec)}
 
 
-def server_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
-    argv = [entry, "serve", "--model-path", p["model_path"]] + _common_flags(p, "--tp-size")
-    argv += _flag("--mem-fraction-static", p.get("mem_fraction_static"))
-    argv += _flag("--cuda-graph-max-bs-decode", p.get("cuda_graph_max_bs"))
-    argv += _flag("--max-running-requests", p.get("max_running_requests"))
-    if p.get("enable_metrics"):
-        argv.append("--enable-metrics")
-    if p.get("api_key"):
-        argv += ["--config", secret_config]
-    return argv + [str(a) for a in p.get("speculative_args") or []] + [str(a) for a in p.get("extra_args") or []]
+def server_argv(p: dict[str, Any], engine: Engine, entry: str, secret_config: str,
+                options: dict[str, Any] | None = None) -> list[str]:
+    """`ENTRY serve MODEL ...` from the engine's option table; OPTIONS override P's values."""
+    values = dict(p, **(options or {}))
+    head = [entry, "serve"] + ([engine.model_flag] if engine.model_flag else []) + [p["model_path"]]
+    return head + [w for option, flag, kind in engine.option_flags
+                   for w in _words(option, flag, kind, values.get(option), secret_config)]
 
 
-def vllm_argv(p: dict[str, Any], entry: str, secret_config: str) -> list[str]:
-    """`vllm serve MODEL ...` (vLLM 0.33.0, vllm/entrypoints/cli/serve.py: the model is positional).
-
-    The API key goes into the --config YAML (vllm/utils/argparse_utils.py load_config_file: keys
-    are flag names, `api-key: KEY` becomes `--api-key KEY`), never on the command line; vLLM
-    masks api_key in the arguments it logs (vllm/entrypoints/common/startup.py
-    _SENSITIVE_ARG_FIELDS), so no log redactor runs in front of it."""
-    argv = [entry, "serve", p["model_path"]] + _common_flags(p, "--tensor-parallel-size")
-    argv += _flag("--gpu-memory-utilization", p.get("gpu_memory_utilization"))
-    argv += _flag("--max-num-seqs", p.get("max_num_seqs"))
-    if p.get("speculative_config"):
-        argv += ["--speculative-config", json.dumps(p["speculative_config"], sort_keys=True)]
-    if p.get("api_key"):
-        argv += ["--config", secret_config]
-    return argv + [str(a) for a in p.get("extra_args") or []]
+def speculative_argv(engine: Engine, options: dict[str, Any]) -> list[str]:
+    """The words the speculative options add to the command line."""
+    return [w for option, flag, kind in engine.option_flags if option in options
+            for w in _words(option, flag, kind, options[option], "")]
 
 
 def server_env(env: dict[str, Any] | None, gpus: list[Any] | None) -> dict[str, Any]:
@@ -140,17 +126,16 @@ def base_url(host: str, port: Any) -> str:
 def compose(p: dict[str, Any]) -> dict[str, Any]:
     """Everything the launch needs, from the role's variables; no I/O."""
     supervisor = choose_supervisor(p.get("supervisor") or "", p.get("service_mgr"))
-    engine = p.get("engine") or "sglang"
-    entry = entry_point(p["python"], p.get("entry_point") or "", engine)
+    engine = _registry.get(p.get("engine"))
+    entry = entry_point(p["python"], p.get("entry_point") or "", engine.name)
     where = paths(p["instance"], p["log_dir"], p["state_dir"])
-    if engine == "vllm":
-        argv = vllm_argv(p, entry, where["secret_config"])
-        launch = list(argv)
-    else:
-        argv = server_argv(p, entry, where["secret_config"])
-        launch = ([p["python"], where["redactor"], where["secret_config"], "--"] if p.get("api_key") else []) + argv
+    spec = speculative(p, engine)
+    argv = server_argv(p, engine, entry, where["secret_config"], spec["options"])
+    redact = engine.log_redactor and p.get("api_key")
+    launch = ([p["python"], where["redactor"], where["secret_config"], "--"] if redact else []) + argv
     env = server_env(p.get("env"), p.get("gpus"))
     return {"supervisor": supervisor, "entry_point": entry, "argv": argv, "launch_argv": launch,
+            "speculative_argv": speculative_argv(engine, spec["options"]), "speculative_numbers": spec["numbers"],
             "env": env, "paths": where, "url": base_url(p["host"], p["port"]),
             "fingerprint": fingerprint(launch, env, supervisor, p.get("api_key") or "")}
 
@@ -191,11 +176,10 @@ def decide(state: str, running: bool, recorded: str, wanted: str, health_status:
     return "relaunch"
 
 
-def installed_version(python: str, run: Runner, engine: str = "sglang") -> tuple[str, str | None]:
+def installed_version(python: str, run: Runner, engine: str = "") -> tuple[str, str | None]:
     """(version or 'unknown', the last line of what went wrong or None)."""
-    probe = VERSION_PROBE.replace("sglang", engine) if engine in ENGINES else VERSION_PROBE
     try:
-        rc, out, err = run([python, "-c", probe])
+        rc, out, err = run([python, "-c", _registry.get(engine).version_probe()])
     except OSError as exc:
         return "unknown", str(exc)
     if rc == 0 and out.strip():
@@ -239,8 +223,9 @@ def plan(p: dict[str, Any], run: Runner, systemctl: str | None = None,
     if decision == "relaunch":
         out["dirs_ready"] = dirs_ready(p)
         out["entry_point_exists"] = os.path.exists(out["entry_point"]) if "/" in out["entry_point"] else True
-        engine = p.get("engine") or "sglang"
-        out["engine_version"], out["version_error"] = installed_version(p["python"], run, engine)
-        if engine == "sglang":
+        engine = _registry.get(p.get("engine"))
+        out["engine_version"], out["version_error"] = installed_version(p["python"], run, engine.name)
+        # The deprecated sglang_version: the default engine's version under its former name.
+        if engine.name == _registry.DEFAULT:
             out["sglang_version"] = out["engine_version"]
     return out

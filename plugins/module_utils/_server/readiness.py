@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.log import LogFollower, LogState, diagnose
@@ -63,8 +64,8 @@ class Waiter:
         self.client = client or HttpClient(params["base_url"], params.get("api_key"), params.get("validate_certs", True))
         self.watch = watch or make_watch(params.get("pid"), params.get("pidfile"), params.get("systemd_unit"),
                                          params.get("systemctl") or "systemctl", params.get("process_identity"))
-        flavor = params.get("flavor") or "auto"
-        self.log = LogState(None if flavor == "auto" else flavor, params.get("log_tail_lines", 30))
+        engine = params.get("engine") or "auto"
+        self.log = LogState(None if engine == "auto" else engine, params.get("log_tail_lines", 30))
         self.follower = LogFollower(params["log_path"]) if params.get("log_path") else None
         self.progress = WaitProgress(params.get("progress_file"), secrets=[params.get("api_key")])
         self.start = None
@@ -115,13 +116,15 @@ class Waiter:
         return ok
 
     def model_info(self) -> dict | None:
-        """SGLang: /model_info (old: /get_model_info); vLLM (or neither): /v1/models."""
+        """The engine's own model-info paths (Engine.model_info_paths; every engine's while the
+        engine is not known, and the one that answers names it), else /v1/models."""
         timeout = max(self.p.get("request_timeout", 1.0), 5.0)
-        if self.log.flavor != "vllm":
-            for path in ("/model_info", "/get_model_info"):
+        known = _registry.find(self.log.flavor)
+        for engine in (known,) if known else _registry.engines():
+            for path in engine.model_info_paths:
                 answer = self.client.get(path, timeout)
                 if answer.status == 200 and answer.json() is not None:
-                    self.log.flavor = self.log.flavor or "sglang"
+                    self.log.flavor = self.log.flavor or engine.name
                     return answer.json()
         answer = self.client.get("/v1/models", timeout)
         return answer.json() if answer.status == 200 else None
@@ -138,7 +141,8 @@ class Waiter:
             "elapsed": round(self.elapsed(), 3),
             "phase": self.log.phase,
             "phases": list(self.log.phases),
-            "flavor": self.log.flavor,
+            "engine": self.log.flavor,
+            "flavor": self.log.flavor,  # deprecated: engine
             "process": self.proc.as_dict() if self.proc else None,
             "generate": self.generate,
         }

@@ -23,6 +23,7 @@ on the same hosts (else null, with a note).
 
 from __future__ import annotations
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as md
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
@@ -34,8 +35,8 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge imp
 )
 
 # Variant names: ENGINE or ENGINE+eagle3 (the playbook's launch steps know exactly these).
-ENGINES = ("sglang", "vllm")
-VARIANTS = ("sglang", "vllm", "sglang+eagle3", "vllm+eagle3")
+ENGINES = tuple(_registry.names())
+VARIANTS = ENGINES + tuple(name + "+eagle3" for name in ENGINES)
 OUTCOMES = ("ok", "failed", "skipped")
 NO_RESULT = "NO RESULT, the host left the play before this variant (see above)"
 
@@ -161,7 +162,7 @@ def _fleet(hosts, variants, reference, notes):
     return out
 
 
-def compare(records, title="Engine comparison", reference="sglang", variants=None):
+def compare(records, title="Engine comparison", reference=_registry.DEFAULT, variants=None):
     """The report dict: per host and variant the outcome, figures, ratios; the fleet's; notes."""
     hosts, order, notes = normalise(records)
     if not hosts:
@@ -324,10 +325,12 @@ def render(report, plot_note=None, plot_name=None):
                                       entry["figures"], entry["ratio"], md.DASH))
     lines += ["", "x ref: single-stream and peak tok/s divided by %s's on the same host; TPOT x ref: TPOT p50 at "
               "concurrency 1 divided by %s's (below 1 is faster). Fleet tok/s is the sum over hosts at each "
-              "concurrency; fleet latencies are per host only. Accept len: 1 + accepted/drafts (vLLM) or "
-              "tokens per verify step (SGLang), from the server's counters; none without EAGLE-3. "
+              "concurrency; fleet latencies are per host only. Accept len: %s, from the server's counters; "
+              "none without EAGLE-3. "
               "GPUs free after: GPUs that NVML showed free after the variant's teardown. "
-              "Definitions: docs/playbooks.md (compare_engines.yml), docs/benchmark.md." % (ref, ref), ""]
+              "Definitions: docs/playbooks.md (compare_engines.yml), docs/benchmark.md."
+              % (ref, ref, " or ".join("%s (%s)" % (e.accept_length.meaning, e.title) for e in _registry.engines())),
+              ""]
     if any(report["fleet"][n]["summary"] for n in report["variants"]):
         lines += ["## Fleet throughput by concurrency (sum over hosts)", ""] + _level_table(report)
     for host in sorted(report["hosts"]):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.plot import (
     _int_formatter,
     _load,
@@ -19,13 +20,12 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.plot impo
     _xlabel,
 )
 
-# Base engines solid, EAGLE-3 variants dashed; one hue per engine.
-STYLE = {
-    "sglang": ("#4c72b0", "-"),
-    "vllm": ("#dd8452", "-"),
-    "sglang+eagle3": ("#4c72b0", "--"),
-    "vllm+eagle3": ("#dd8452", "--"),
-}
+# Base engines solid, EAGLE-3 variants dashed; one hue per engine, in registry order.
+HUES = ("#4c72b0", "#dd8452", "#8172b3", "#937860", "#da8bc3")
+STYLE = {}
+for _hue, _name in zip(HUES, _registry.names()):
+    STYLE[_name] = (_hue, "-")
+    STYLE[_name + "+eagle3"] = (_hue, "--")
 
 
 def _style(name):

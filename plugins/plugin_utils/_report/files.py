@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare import compare, host_lines
@@ -45,7 +46,7 @@ def build_report(results, dest_dir, title, baseline_label, candidate_label, base
     return write_report(report, dest_dir, basename, render, render_png, check_mode=check_mode)
 
 
-def build_comparison(records, dest_dir, title, reference="sglang", variants=None, basename="compare",
+def build_comparison(records, dest_dir, title, reference=_registry.DEFAULT, variants=None, basename="compare",
                      check_mode=False):
     """The engine comparison (compare.py) written as JSON, Markdown and PNG; `lines` and
     `failures` added for the playbook's closing output."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 DASH = "-"
@@ -33,14 +34,11 @@ RESET_HEADER = RESET_ROW % ("host", "outcome", "killed", "GPUs free", "seconds",
                             "reason / protected holders (SIGKILL: processes that needed it)")
 
 
-# The engines the playbooks drive (their `engine` variable, default sglang). Each has a server
-# role gpufleet.serving.NAME_server whose facts are NAME_server_result / NAME_server_teardown
-# and whose variables are NAME_server_*; port: that role's default port (its defaults/main.yml).
-ENGINES = {
-    "sglang": {"title": "SGLang", "port": 30000},
-    "vllm": {"title": "vLLM", "port": 8000},
-}
-DEFAULT_ENGINE = "sglang"
+# The engines the playbooks drive (their `engine` variable, default: the registry's first).
+# Each has a server role gpufleet.serving.NAME_server whose facts are NAME_server_result /
+# NAME_server_teardown and whose variables are NAME_server_*; its default port is the
+# engine's (Engine.default_port, the role's defaults/main.yml).
+DEFAULT_ENGINE = _registry.DEFAULT
 
 
 def _absent(value: Any) -> bool:
@@ -171,20 +169,23 @@ def bench_line(host: str, url: str, run: Any = None, error: Any = None) -> str:
 
 
 def engine_settings(name: Any, host: Any = "", port: Any = "", instance: Any = "") -> dict:
-    """What the playbooks need to know of the engine NAME (sglang or vllm; empty: sglang):
+    """What the playbooks need to know of the engine NAME (a registry name; empty: the default):
     its title, server role, the names of that role's facts, the report labels, and with the
     server's HOST, PORT and INSTANCE variables (empty: the role's defaults) its URL and
     instance name. ValueError, naming the choices, for any other engine."""
     name = _text(name) or DEFAULT_ENGINE
-    if name not in ENGINES:
-        raise ValueError("engine must be one of %s, not %r (-e engine=vllm runs vLLM; leave it out for SGLang)"
-                         % (", ".join(sorted(ENGINES)), name))
-    spec = ENGINES[name]
+    spec = _registry.find(name)
+    if spec is None:
+        others = ", ".join("-e engine=%s runs %s" % (e.name, e.title) for e in _registry.engines()
+                           if e.name != DEFAULT_ENGINE)
+        raise ValueError("engine must be one of %s, not %r (%s; leave it out for %s)"
+                         % (", ".join(sorted(_registry.names())), name, others,
+                            _registry.get(DEFAULT_ENGINE).title))
     host = "127.0.0.1" if _absent(host) else _text(host)
-    port = spec["port"] if _absent(port) else int(port)
+    port = spec.default_port if _absent(port) else int(port)
     prefix = name + "_server_"
     return {
-        "name": name, "title": spec["title"], "role": "gpufleet.serving." + prefix[:-1],
+        "name": name, "title": spec.title, "role": "gpufleet.serving." + prefix[:-1],
         "vars_prefix": prefix, "result_fact": prefix + "result", "teardown_fact": prefix + "teardown",
         "label": name, "eagle_label": name + "+eagle3",
         "url": "http://%s:%d" % ("[%s]" % host if ":" in host else host, port),

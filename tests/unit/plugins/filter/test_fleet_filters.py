@@ -13,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from jinja2 import Environment
 
 from ansible_collections.gpufleet.serving.plugins.filter.fleet import FilterModule
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome as o
 
 FILTER_DIR = pathlib.Path(__file__).resolve().parents[4] / "plugins" / "filter"
@@ -184,7 +185,7 @@ def test_engine_settings_vllm_with_the_servers_variables():
 
 @pytest.mark.parametrize("name", ["tgi", "SGLang", "any"])
 def test_engine_settings_refuses_another_engine(name):
-    with pytest.raises(ValueError, match="engine must be one of sglang, vllm, not '%s'" % name):
+    with pytest.raises(ValueError, match="engine must be one of %s, not '%s'" % (", ".join(sorted(registry.names())), name)):
         o.engine_settings(name)
 
 

@@ -10,8 +10,11 @@ import ast
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench import accept as ba
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response
 from tests.support.real_sources import vllm_sources
+
+SGLANG, VLLM = registry.get("sglang"), registry.get("vllm")
 
 PAGE = """# HELP sglang:generation_tokens_total Number of generation tokens processed.
 # TYPE sglang:generation_tokens_total counter
@@ -45,27 +48,27 @@ def test_counter_with_or_without_total(names, expected):
 def test_sglang_acceptance_is_the_delta_not_the_total():
     before = {"sglang:generation_tokens_total": 1e6, "sglang:spec_verify_calls_total": 1e6}
     after = {"sglang:generation_tokens_total": 1e6 + 300, "sglang:spec_verify_calls_total": 1e6 + 100}
-    assert ba.sglang_acceptance(before, after) == (3.0, "metrics")
+    assert ba.acceptance(SGLANG.accept_length, before, after) == (3.0, "metrics")
 
 
 def test_sglang_alias_counter_name():
     before = {"sglang:generation_tokens_total": 10, "sglang:spec_verify_ct_total": 5}
     after = {"sglang:generation_tokens_total": 35, "sglang:spec_verify_ct_total": 15}
-    assert ba.sglang_acceptance(before, after) == (2.5, "metrics")
+    assert ba.acceptance(SGLANG.accept_length, before, after) == (2.5, "metrics")
 
 
 def test_no_verify_step_means_not_speculative():
     m = {"sglang:generation_tokens_total": 10, "sglang:spec_verify_calls_total": 5}
-    assert ba.sglang_acceptance(m, dict(m)) == (None, "metrics")
-    assert ba.sglang_acceptance({"sglang:generation_tokens_total": 1}, {"sglang:generation_tokens_total": 9}) \
+    assert ba.acceptance(SGLANG.accept_length, m, dict(m)) == (None, "metrics")
+    assert ba.acceptance(SGLANG.accept_length, {"sglang:generation_tokens_total": 1}, {"sglang:generation_tokens_total": 9}) \
         == (None, None)
 
 
 def test_vllm_acceptance_one_plus_accepted_per_draft():
     before = {"vllm:spec_decode_num_drafts_total": 500.0, "vllm:spec_decode_num_accepted_tokens_total": 250.0}
     after = {"vllm:spec_decode_num_drafts_total": 600.0, "vllm:spec_decode_num_accepted_tokens_total": 400.0}
-    assert ba.vllm_acceptance(before, after) == (2.5, "metrics")
-    assert ba.vllm_acceptance(before, None) == (None, None)
+    assert ba.acceptance(VLLM.accept_length, before, after) == (2.5, "metrics")
+    assert ba.acceptance(VLLM.accept_length, before, None) == (None, None)
 
 
 @pytest.mark.parametrize("info, expected", [
@@ -75,7 +78,7 @@ def test_vllm_acceptance_one_plus_accepted_per_draft():
     (None, (None, None)),
 ])
 def test_server_info_fallback(info, expected):
-    assert ba.sglang_server_info_acceptance(info) == expected
+    assert ba.server_info_acceptance(info, SGLANG.server_info_accept_length) == expected
 
 
 @pytest.mark.parametrize("models, metrics, info, flavor", [
@@ -181,7 +184,7 @@ def vllm_root(monkeypatch):
 def test_vllm_counter_names_are_the_wheels(vllm_root):
     specs, per_pos, labels = _vllm_counters(vllm_root)
     names = [name for name, _doc in specs]
-    assert ba.VLLM_DRAFTS in names and ba.VLLM_ACCEPTED in names
+    assert VLLM.accept_length.denominator[0] in names and VLLM.accept_length.numerator[0] in names
     assert names == ["vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
                      "vllm:spec_decode_num_accepted_tokens"]
     assert per_pos == "vllm:spec_decode_num_accepted_tokens_per_pos" and labels == ["model_name", "engine"]
@@ -205,5 +208,5 @@ def test_vllm_acceptance_from_a_scraped_page(vllm_root, engines):
     assert after["vllm:spec_decode_num_accepted_tokens_total"] == 400.0 * len(engines)
     assert after["vllm:spec_decode_num_accepted_tokens_per_pos_total"] == 21.0 * len(engines)
     assert ba.detect_flavor(None, _vllm_page(vllm_root, after_counts, engines), None) == "vllm"
-    assert ba.vllm_acceptance(before, after) == (2.5, "metrics")  # 1 + 150 / 100
-    assert ba.vllm_acceptance(after, dict(after)) == (None, "metrics")  # no draft in the span
+    assert ba.acceptance(VLLM.accept_length, before, after) == (2.5, "metrics")  # 1 + 150 / 100
+    assert ba.acceptance(VLLM.accept_length, after, dict(after)) == (None, "metrics")  # no draft in the span

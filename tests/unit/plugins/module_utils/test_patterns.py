@@ -78,7 +78,7 @@ def test_one_broad_pattern_among_good_ones_refuses_all():
 
 @pytest.mark.parametrize("raw, hits", [
     (r"sglang::|sglang\.launch_server", SGLANG_TITLES),
-    ("|".join(patterns.SGLANG_PATTERNS), SGLANG_TITLES + [SERVE_TITLE]),
+    ("|".join(patterns.ENGINE_PATTERNS["sglang"]), SGLANG_TITLES + [SERVE_TITLE]),
     (r"sglang serve", [SERVE_TITLE]),
     (r"sglang::", SGLANG_TITLES[1:]),
     (r"sglang\.launch_server", SGLANG_TITLES[:1]),
@@ -95,7 +95,7 @@ def test_server_patterns_accepted_and_match_titles(raw, hits):
     assert not any(patterns.matches_any([regex], c) for c in patterns.CANARY_CMDLINES)
 
 
-@pytest.mark.parametrize("raw", patterns.SGLANG_PATTERNS)
+@pytest.mark.parametrize("raw", patterns.ENGINE_PATTERNS["sglang"])
 def test_each_of_sglang_kill_set_accepted(raw):
     assert [r.pattern for r in patterns.compile_patterns([raw])] == [raw]
 

@@ -80,14 +80,14 @@ def test_ready_after_refused_and_503():
     assert result["health_status"] == 200
     assert result["elapsed"] == pytest.approx(0.6)  # three rounds of 0.2 s before the fourth answered
     assert result["model_info"] == {"model_path": "m", "is_generation": True}
-    assert result["flavor"] == "sglang"
+    assert result["engine"] == result["flavor"] == "sglang"
     assert result["changed"] is False
 
 
 def test_vllm_model_info_from_v1_models():
     clock = Clock()
     client = Client([Response(200)], routes={"/v1/models": Response(200, b'{"data": [{"id": "m"}]}')})
-    result = make({"flavor": "vllm"}, client, Watch([ALIVE]), clock).run()
+    result = make({"engine": "vllm"}, client, Watch([ALIVE]), clock).run()
     assert result["model_info"] == {"data": [{"id": "m"}]}
     assert ("GET", "/model_info", None) not in client.calls
 
@@ -134,7 +134,7 @@ def test_generate_check_uses_listed_model_and_one_token():
     answers = iter([Response(500, b"{}", "HTTP 500"), Response(200, b'{"choices": [{"text": " Paris"}]}')])
     client = Client([Response(200)], routes={"/v1/models": Response(200, b'{"data": [{"id": "kimi"}]}')})
     client.post_json = lambda path, payload, timeout: client.calls.append(("POST", path, payload)) or next(answers)
-    result = make({"generate_check": True, "flavor": "vllm"}, client, Watch([ALIVE]), clock).run()
+    result = make({"generate_check": True, "engine": "vllm"}, client, Watch([ALIVE]), clock).run()
     posts = [c for c in client.calls if c[0] == "POST"]
     assert len(posts) == 2  # the first generation failed: keep waiting
     assert posts[0][1] == "/v1/completions"

@@ -223,7 +223,7 @@ def _release_params(**given):
     ([], ["sglang::"], ["sglang::"]),
     (["vllm"], [], ENGINE_PATTERNS["vllm"]),
     (["vllm"], ["my_job"], ["my_job"] + ENGINE_PATTERNS["vllm"]),
-    (["any"], [r"VLLM::"], [r"VLLM::"] + ENGINE_PATTERNS["sglang"] + [r"vllm\.entrypoints", r"vllm serve"]),
+    (["any"], [r"VLLM::"], [r"VLLM::"] + [p for pats in ENGINE_PATTERNS.values() for p in pats if p != r"VLLM::"]),
     (["sglang", "vllm"], [], ENGINE_PATTERNS["sglang"] + ENGINE_PATTERNS["vllm"]),
 ])
 def test_engine_adds_its_kill_set_to_patterns(monkeypatch, engine, patterns, expected):

@@ -28,8 +28,8 @@ import traceback
 
 import pytest
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import sglang as _sglang
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns as _patterns
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import drafter as _drafter  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
 from tests.support import real_sources
 from tests.support.real_sources import TESTED, package_dir, sources, vllm_sources
@@ -165,7 +165,7 @@ def test_real_killall_patterns_are_the_default_kill_set():
     root, _version = sources("sglang")
     killall = (root / "cli/killall.py").read_text()
     (real,) = re.findall(r'r"(sglang::[^"]*)"', killall)
-    assert real.split("|") == _patterns.SGLANG_PATTERNS
+    assert tuple(real.split("|")) == _sglang.ENGINE.kill_patterns
 
 
 def test_eagle3_classes_are_the_registered_ones():
@@ -177,8 +177,8 @@ def test_eagle3_classes_are_the_registered_ones():
             names.update(re.findall(r"^EntryClass = \[(\w+)\]", path.read_text(), re.M))
         return names
 
-    assert entry_classes("*eagle3.py") == set(_drafter.EAGLE3_ARCHITECTURES)
-    assert set(_drafter.EAGLE_ARCHITECTURES) <= entry_classes("*_eagle.py")
+    assert entry_classes("*eagle3.py") == set(_sglang.EAGLE3_ARCHITECTURES)
+    assert set(_sglang.EAGLE_ARCHITECTURES) <= entry_classes("*_eagle.py")
 
 
 def test_installed_sglang_is_the_tested_version():

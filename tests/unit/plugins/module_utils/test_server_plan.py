@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as pl
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as sup
 
@@ -114,7 +116,7 @@ def test_plan_nothing_running_relaunches_and_reads_the_version(tmp_path):
     assert (out["decision"], out["running"], out["sglang_version"], out["version_error"]) == (
         "relaunch", False, "0.5.23", None)
     assert out["entry_point_exists"] is False  # /opt/sglang/bin/sglang is not here
-    assert calls == [["/opt/sglang/bin/python3", "-c", pl.VERSION_PROBE]]
+    assert calls == [["/opt/sglang/bin/python3", "-c", registry.get("sglang").version_probe()]]
 
 
 def test_plan_unreadable_version_keeps_the_last_stderr_line(tmp_path):
@@ -130,9 +132,11 @@ def test_plan_missing_interpreter_is_unknown(tmp_path):
     assert out["sglang_version"] == "unknown" and "No such file" in out["version_error"]
 
 
-def test_version_probe_reads_metadata_without_importing_sglang():
-    proc = subprocess.run([sys.executable, "-c", pl.VERSION_PROBE.replace('"sglang"', '"pytest"')],
-                          capture_output=True, text=True, check=True)
+@pytest.mark.parametrize("package, module", [("pytest", "pytest"), ("no-such-distribution", "pytest")])
+def test_version_probe_reads_metadata_else_the_module(package, module):
+    """The probe reads the distribution's metadata; without it, MODULE.__version__."""
+    probe = dataclasses.replace(registry.get("sglang"), package=package, module=module).version_probe()
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == pytest.__version__
 
 
@@ -270,3 +274,45 @@ def test_vllm_plan_reads_the_vllm_version(tmp_path):
 def test_sglang_plan_fills_both_version_fields(tmp_path):
     out = pl.plan(params(state_dir=str(tmp_path)), lambda argv: (0, "0.5.23\n", ""))
     assert out["engine_version"] == out["sglang_version"] == "0.5.23"
+
+
+# Speculative settings (the eagle_drafter role's variables), composed per engine.
+DRAFT = {"algorithm": "EAGLE3", "draft_model_path": "/models/eagle3", "num_steps": 3, "eagle_topk": 1,
+         "num_draft_tokens": 4}
+SGLANG_DRAFT = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/eagle3",
+                "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+
+
+def test_speculative_settings_give_sglang_flags_before_the_extra_ones():
+    composed = pl.compose(params(speculative=DRAFT, speculative_args=["--speculative-attention-mode", "decode"],
+                                 extra_args=["--trust-remote-code"]))
+    assert composed["argv"][-13:] == SGLANG_DRAFT + ["--speculative-attention-mode", "decode", "--trust-remote-code"]
+    assert composed["speculative_argv"] == SGLANG_DRAFT + ["--speculative-attention-mode", "decode"]
+    assert composed["speculative_numbers"] == {"num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}
+    # The same argv as the arguments written out by hand (so a running server composed either way is kept).
+    assert composed["fingerprint"] == pl.compose(params(
+        speculative_args=SGLANG_DRAFT + ["--speculative-attention-mode", "decode"],
+        extra_args=["--trust-remote-code"]))["fingerprint"]
+
+
+def test_speculative_settings_without_steps_leave_sglang_its_own_numbers():
+    composed = pl.compose(params(speculative=dict(DRAFT, num_steps=None, eagle_topk=None, num_draft_tokens=None)))
+    assert composed["speculative_argv"] == SGLANG_DRAFT[:4]
+
+
+def test_speculative_settings_give_vllm_a_config_merged_under_the_given_one():
+    composed = pl.compose(params(speculative=DRAFT, speculative_config={"num_speculative_tokens": 2, "x": 1}, **VLLM))
+    config = {"method": "eagle3", "model": "/models/eagle3", "num_speculative_tokens": 2, "x": 1}
+    assert composed["speculative_argv"] == ["--speculative-config", json.dumps(config, sort_keys=True)]
+    assert composed["argv"][-2:] == composed["speculative_argv"]
+    # vLLM drafts a chain: top-k 1, steps + 1 draft tokens, whatever SGLang's numbers say.
+    more = pl.compose(params(speculative=dict(DRAFT, eagle_topk=4, num_draft_tokens=8), **VLLM))
+    assert more["speculative_numbers"] == {"num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}
+    assert json.loads(more["speculative_argv"][1]) == {"method": "eagle3", "model": "/models/eagle3",
+                                                       "num_speculative_tokens": 3}
+
+
+def test_no_speculative_settings_add_nothing():
+    for engine in ({}, VLLM):
+        composed = pl.compose(params(**engine))
+        assert (composed["speculative_argv"], composed["speculative_numbers"]) == ([], None)

@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Engine names live in the registry: outside plugins/module_utils/_engines/, plugins/ names an
+engine only in documentation (DOCUMENTATION, EXAMPLES, RETURN, docstrings, comments, the
+filters' YAML docs).
+
+Every .py file under plugins/ is read with ast (no code runs): string constants and
+identifiers that name an engine are reported unless they are documentation or in ALLOWED,
+which lists each remaining use with its reason. An `if engine == "vllm"` fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PLUGINS = REPO / "plugins"
+REGISTRY = PLUGINS / "module_utils" / "_engines"
+ENGINE_NAME = re.compile(r"sglang|vllm", re.IGNORECASE)
+DOC_BLOCKS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
+
+# (file relative to plugins/, the text found): what must stay, and why.
+ALLOWED = {
+    # server_plan's deprecated return value keeps its name until 2.0.0 (engine_version replaces it).
+    ("module_utils/_server/plan.py", "sglang_version"),
+    # A real scheduler title as the example of a pattern without nested repetition, in the message of
+    # the bounded match; _proc sits below the registry in the layers (tests/unit/test_layering.py).
+    ("module_utils/_proc/match_bounded.py", "sglang::scheduler"),
+}
+
+
+def _docstrings(tree):
+    """ids of the docstring constants of the module, its classes and functions."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def _doc_blocks(tree):
+    """ids of every node inside an assignment to DOCUMENTATION, EXAMPLES or RETURN."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in DOC_BLOCKS for t in node.targets):
+            out.update(id(n) for n in ast.walk(node.value))
+    return out
+
+
+def _names(node):
+    """The identifiers a node introduces or uses."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.keyword) and node.arg:
+        return [node.arg]
+    if isinstance(node, ast.alias):
+        return [node.asname or node.name]
+    return []
+
+
+def engine_names_in(source, rel):
+    """[(line, text)] of every engine name in SOURCE's code (not its documentation)."""
+    tree = ast.parse(source)
+    skip = _docstrings(tree) | _doc_blocks(tree)
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        texts = _names(node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            texts = [node.value]
+        for text in texts:
+            for word in re.findall(r"[\w.:/-]*(?:sglang|vllm)[\w.:/-]*", text, re.IGNORECASE):
+                if (rel, word) not in ALLOWED:
+                    found.append((getattr(node, "lineno", 0), word))
+    return found
+
+
+# Files that name a benchmark tool, not an engine: the dataset formats are named after the tool
+# whose loader they follow (sglang.bench_serving's custom, vllm bench serve's custom), and a
+# file of either format is read the same whichever engine serves the requests.
+TOOL_NAMED = {"module_utils/_bench/workload/formats.py"}
+
+
+def plugin_sources():
+    for path in sorted(PLUGINS.rglob("*.py")):
+        if REGISTRY not in path.parents and path.relative_to(PLUGINS).as_posix() not in TOOL_NAMED:
+            yield path, path.relative_to(PLUGINS).as_posix()
+
+
+def test_engine_names_only_in_the_registry_and_documentation():
+    found = ["%s:%d %s" % (rel, line, word) for path, rel in plugin_sources()
+             for line, word in engine_names_in(path.read_text(encoding="utf-8"), rel)]
+    assert not found, "name the engine through the registry (plugins/module_utils/_engines/):\n" + "\n".join(found)
+
+
+def test_every_allowed_use_is_still_there():
+    """An entry of ALLOWED that matches nothing is stale: remove it."""
+    for rel, word in ALLOWED:
+        assert word in (PLUGINS / rel).read_text(encoding="utf-8"), (rel, word)
+
+
+def test_non_python_files_under_plugins_are_documentation():
+    """The filters' YAML files are their documentation; no other kind of file may name an engine."""
+    for path in PLUGINS.rglob("*"):
+        if path.is_file() and path.suffix != ".py" and ENGINE_NAME.search(path.read_text(encoding="utf-8")):
+            assert path.parent.name == "filter" and path.suffix == ".yml", path
+
+
+@pytest.mark.parametrize("source, expected", [
+    ('if engine == "vllm":\n    pass\n', [(1, "vllm")]),
+    ("def sglang_argv():\n    '''SGLang's argv.'''\n", [(1, "sglang_argv")]),
+    ("x = call(flavor='sglang')  # SGLang\n", [(1, "sglang")]),
+    ("DOCUMENTATION = '''engine: sglang'''\n# vllm\n", []),
+    ('"""The SGLang and vLLM servers."""\n', []),
+])
+def test_the_check_sees_code_and_skips_documentation(source, expected):
+    assert engine_names_in(source, "x.py") == expected
