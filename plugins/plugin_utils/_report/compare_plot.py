@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import category_plot
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.plot import (
     _int_formatter,
     _load,
@@ -60,13 +61,17 @@ def render_png(report):
                 for h in hosts for n in names
                 if n in report["hosts"][h] and report["hosts"][h][n]["summary"]]
     fleet = [(n, n, report["fleet"][n]["summary"]) for n in names if report["fleet"][n]["summary"]]
-    fig = Figure(figsize=(13, 9), dpi=100)
+    tables = report.get("categories") or {}
+    rows = 3 if category_plot.has_categories(tables) else 2
+    fig = Figure(figsize=(13, 4.5 * rows), dpi=100)
     FigureCanvasAgg(fig)
-    _axes(fig.add_subplot(2, 2, 1), fleet, ("output tok/s", "output_tok_s"),
+    if rows == 3:
+        category_plot.draw(fig.add_subplot(3, 1, 3), tables)
+    _axes(fig.add_subplot(rows, 2, 1), fleet, ("output tok/s", "output_tok_s"),
           "Fleet (%d hosts, sum)" % len(hosts))
-    _axes(fig.add_subplot(2, 2, 2), per_host, ("output tok/s", "output_tok_s"), "Per host")
-    _axes(fig.add_subplot(2, 2, 3), per_host, ("TTFT p50 (ms)", "ttft_p50_ms"), "TTFT p50", log_y=True)
-    _axes(fig.add_subplot(2, 2, 4), per_host, ("TPOT p50 (ms)", "tpot_p50_ms"), "TPOT p50", log_y=True)
+    _axes(fig.add_subplot(rows, 2, 2), per_host, ("output tok/s", "output_tok_s"), "Per host")
+    _axes(fig.add_subplot(rows, 2, 3), per_host, ("TTFT p50 (ms)", "ttft_p50_ms"), "TTFT p50", log_y=True)
+    _axes(fig.add_subplot(rows, 2, 4), per_host, ("TPOT p50 (ms)", "tpot_p50_ms"), "TPOT p50", log_y=True)
     fig.suptitle(report["title"])
     fig.tight_layout()
     buf = io.BytesIO()

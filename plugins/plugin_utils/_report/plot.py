@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import category_plot
 
 COLORS = {"baseline": "#4c72b0", "candidate": "#dd8452"}
 
@@ -104,18 +105,22 @@ def render_png(report):
     labels = report["labels"]
     hosts = sorted(report["hosts"])
     by_rate = _by_rate(report)
-    fig = Figure(figsize=(13, 9), dpi=100)
+    tables = {h: report["hosts"][h].get("categories") for h in hosts}
+    rows = 3 if category_plot.has_categories(tables) else 2
+    fig = Figure(figsize=(13, 4.5 * rows), dpi=100)
     FigureCanvasAgg(fig)
+    if rows == 3:
+        category_plot.draw(fig.add_subplot(3, 1, 3), tables, labels)
     if len(hosts) > 1:
-        _axes(fig.add_subplot(2, 2, 1), [("fleet", report["fleet"])], labels,
+        _axes(fig.add_subplot(rows, 2, 1), [("fleet", report["fleet"])], labels,
               "Fleet (%d hosts, sum)" % len(hosts), by_rate=by_rate)
-        _axes(fig.add_subplot(2, 2, 2), [(h, report["hosts"][h]) for h in hosts], labels,
+        _axes(fig.add_subplot(rows, 2, 2), [(h, report["hosts"][h]) for h in hosts], labels,
               "Per host", per_host=True, by_rate=by_rate)
     else:
-        _axes(fig.add_subplot(2, 1, 1), [(hosts[0], report["hosts"][hosts[0]])], labels, hosts[0],
+        _axes(fig.add_subplot(rows, 1, 1), [(hosts[0], report["hosts"][hosts[0]])], labels, hosts[0],
               by_rate=by_rate)
-    _latency_axes(fig.add_subplot(2, 2, 3), report, "ttft", by_rate)
-    _latency_axes(fig.add_subplot(2, 2, 4), report, "tpot", by_rate)
+    _latency_axes(fig.add_subplot(rows, 2, 3), report, "ttft", by_rate)
+    _latency_axes(fig.add_subplot(rows, 2, 4), report, "tpot", by_rate)
     fig.suptitle(report["title"])
     fig.tight_layout()
     buf = io.BytesIO()

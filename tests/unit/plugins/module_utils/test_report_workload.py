@@ -8,9 +8,11 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rc
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 FILE = {"source": "file", "name": None, "path": "/data/mt.jsonl", "format": "mtbench", "sha256": "ab12",
@@ -111,3 +113,16 @@ def test_a_failed_reference_leaves_the_table_without_it():
                                    {"variant": "sglang+eagle3", "outcome": "ok", "bench": EAGLE}]})
     md = rc.render(report)
     assert "| code | 4 | 3.20 | 28.0 / 5.0 |" in md
+
+
+def _png_height(png):
+    return int.from_bytes(png[20:24], "big")  # the IHDR chunk's height
+
+
+def test_both_plots_get_a_category_panel_only_with_categories():
+    with_cats = rm.merge({"gpu01": {"baseline": BASE, "candidate": EAGLE}})
+    without = rm.merge({"gpu01": {"baseline": bench(lv(1, 60.0)), "candidate": bench(lv(1, 90.0, accept=2.5))}})
+    assert _png_height(rp.render_png(with_cats)) == 1350 and _png_height(rp.render_png(without)) == 900
+    report = rc.compare({"gpu01": [{"variant": "sglang", "outcome": "ok", "bench": BASE},
+                                   {"variant": "sglang+eagle3", "outcome": "ok", "bench": EAGLE}]})
+    assert _png_height(rcp.render_png(report)) == 1350
