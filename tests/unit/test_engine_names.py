@@ -89,9 +89,15 @@ def engine_names_in(source, rel):
     return found
 
 
+# Files that name a benchmark tool, not an engine: the dataset formats are named after the tool
+# whose loader they follow (sglang.bench_serving's custom, vllm bench serve's custom), and a
+# file of either format is read the same whichever engine serves the requests.
+TOOL_NAMED = {"module_utils/_bench/workload/formats.py"}
+
+
 def plugin_sources():
     for path in sorted(PLUGINS.rglob("*.py")):
-        if REGISTRY not in path.parents:
+        if REGISTRY not in path.parents and path.relative_to(PLUGINS).as_posix() not in TOOL_NAMED:
             yield path, path.relative_to(PLUGINS).as_posix()
 
 

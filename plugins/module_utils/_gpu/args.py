@@ -59,7 +59,7 @@ def regex_list(value: list | str | None, option: str) -> list:
                 raise InvalidInput(
                     "%s: item %d is null (a YAML null, or an empty '- ' line, or an undefined variable "
                     "rendered as none); an empty pattern matches every process: give a regex for the "
-                    "server's command line, e.g. 'sglang::|sglang\\.launch_server', or remove the item"
+                    "server's command line (or give engine for the engine's own kill set), or remove the item"
                     % (option, position + 1))
         return [v if isinstance(v, str) else str(v) for v in value]
     text = str(value)
