@@ -49,10 +49,14 @@ options:
     description: C(--speculative-num-steps).
     type: int
   eagle_topk:
-    description: C(--speculative-eagle-topk).
+    description:
+      - C(--speculative-eagle-topk).
+      - With O(engine=vllm) and O(num_steps) set, 1 is checked instead (vLLM's EAGLE drafts a chain).
     type: int
   num_draft_tokens:
-    description: C(--speculative-num-draft-tokens).
+    description:
+      - C(--speculative-num-draft-tokens).
+      - With O(engine=vllm) and O(num_steps) set, O(num_steps) + 1 is checked instead (vLLM's chain).
     type: int
 """
 

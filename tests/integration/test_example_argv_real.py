@@ -46,7 +46,8 @@ RENDER_TASKS = """\
         tasks_from: plan
         public: true
       vars:
-        sglang_server_speculative_args: "{{ _eagle_drafter_speculative_args }}"
+        sglang_server_speculative: "{{ _eagle_drafter_speculative }}"
+        sglang_server_speculative_args: "{{ eagle_drafter_extra_args }}"
         sglang_server_mem_fraction_static: "{{ _eagle_drafter_mem_fraction }}"
         sglang_server_cuda_graph_max_bs: "{{ _eagle_drafter_graph_bs }}"
     - name: Write the argv

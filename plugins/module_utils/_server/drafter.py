@@ -65,8 +65,11 @@ def check_pair(drafter: dict, target: dict, engine: str = "") -> dict:
 
 
 def check_drafter(params: dict) -> dict:
-    """The drafter_check module's result: the speculative numbers and the drafter/target pair checked."""
-    check_speculative_numbers(params["num_steps"], params["eagle_topk"], params["num_draft_tokens"])
+    """The drafter_check module's result: the speculative numbers the engine runs (vLLM's chain is
+    top-k 1 with steps + 1 draft tokens, whatever the SGLang-only two say) and the pair checked."""
+    engine = _registry.get(params.get("engine") or "")
+    numbers = engine.speculative_numbers({k: params.get(k) for k in ("num_steps", "eagle_topk", "num_draft_tokens")})
+    check_speculative_numbers(numbers["num_steps"], numbers["eagle_topk"], numbers["num_draft_tokens"])
     drafter = check_pair(load_config(params["draft_model_path"], "drafter"),
-                         load_config(params["target_model_path"], "target"), params.get("engine") or "")
+                         load_config(params["target_model_path"], "target"), engine.name)
     return {"changed": False, "drafter": drafter}

@@ -114,3 +114,20 @@ def test_vllm_still_checks_the_fields():
     with pytest.raises(InvalidInput) as err:
         _drafter.check_pair(with_change(DRAFTER, ["hidden_size"], 4096), TARGET, "vllm")
     assert "hidden_size differs: drafter hidden_size=4096, target hidden_size=7168" in err.value.msg
+
+
+# SGLang-style numbers (top-k 1, draft tokens 7 != steps + 1) that SGLang refuses; vLLM drafts a
+# chain of num_steps tokens (top-k 1, steps + 1 draft tokens), so the module checks those instead.
+@pytest.mark.parametrize("engine, refused", [("sglang", True), ("vllm", False)])
+def test_module_checks_the_numbers_the_engine_runs(tmp_path, engine, refused):
+    for name, config in (("drafter", DRAFTER), ("target", TARGET)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    params = {"engine": engine, "draft_model_path": str(tmp_path / "drafter"),
+              "target_model_path": str(tmp_path / "target"), "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 7}
+    if refused:
+        with pytest.raises(InvalidInput) as err:
+            _drafter.check_drafter(params)
+        assert "num_draft_tokens must be num_steps + 1" in err.value.msg
+    else:
+        assert _drafter.check_drafter(params)["drafter"]["hidden_size"] == 7168
