@@ -101,9 +101,10 @@ repo, venv, installed, log, project = sys.argv[1:]
 ansi = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\x1b\]8;[^\x1b]*\x1b\\")
 with open(log, encoding="utf-8", errors="replace") as handle:
     output = ansi.sub("", handle.read())
-used = os.path.join(installed, "roles", "sglang_server", "tasks") + "/"
+# sglang_server maps its variables onto the internal server role, whose task files it includes.
+used = os.path.join(installed, "roles", "_server", "tasks") + "/"
 if "included: " + used not in output:
-    sys.exit("example_from_tarball: no task file of %s was included: which sglang_server ran?" % used)
+    sys.exit("example_from_tarball: no task file of %s was included: which server role ran?" % used)
 paths = re.compile(re.escape(repo + "/") + r"[^\s'\",;:]*")
 texts = [output]
 for top, unused, names in os.walk(project):

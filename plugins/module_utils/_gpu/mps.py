@@ -111,7 +111,7 @@ def quit_daemon(control: Any, deadline: float) -> dict:
     client = _client(control)
     rec = {"control_pid": control.pid, "pipe_directory": directory, "command": "echo quit | %s" % client}
     try:
-        out = subprocess.run([client], input="quit\n", env=env, capture_output=True, text=True, check=False,
+        out = subprocess.run([client], input="quit\n", env=env, capture_output=True, text=True, check=False,  # pylint: disable=ansible-bad-function
                              timeout=max(0.5, min(QUIT_TIMEOUT, deadline - time.monotonic())))
         rec["rc"] = out.returncode
         if out.returncode != 0:

@@ -75,7 +75,7 @@ def service_unit(pid: int, proc_root: str = "/proc") -> str | None:
 
 def _unit_restart(unit):
     try:
-        out = subprocess.run(["systemctl", "show", "-p", "Restart", "--value", unit], capture_output=True,
+        out = subprocess.run(["systemctl", "show", "-p", "Restart", "--value", unit], capture_output=True,  # pylint: disable=ansible-bad-function
                              text=True, timeout=SYSTEMCTL_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
