@@ -5,14 +5,14 @@
 """Filters of the fleet playbooks: per-host decisions and the lines they print.
 
 Each filter is documented in its own sidecar file (plugins/filter/NAME.yml), as
-ansible-core documents its own filters; the code is in plugin_utils/_report/outcome.py.
+ansible-core documents its own filters; the code is in plugin_utils/_report/outcome.py and variant_lines.py.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome, variant_lines
 
 
 def engine_settings(name, host="", port="", instance=""):
@@ -43,4 +43,6 @@ class FilterModule:
             "reset_summary": outcome.reset_summary,
             "reset_table": outcome.reset_table,
             "engine_settings": engine_settings,
+            "teardown_record": variant_lines.teardown_record,
+            "experiment_plan_lines": variant_lines.plan_lines,
         }
