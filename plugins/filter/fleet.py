@@ -38,6 +38,7 @@ class FilterModule:
             "swap_start": outcome.swap_start,
             "swap_record": outcome.swap_record,
             "swap_failure": outcome.swap_failure,
+            "swap_rolled_back": outcome.swap_rolled_back,
             "report_lines": outcome.report_lines,
             "not_ok": outcome.not_ok,
             "reset_summary": outcome.reset_summary,

@@ -26,6 +26,10 @@ SERVER_LOST = "unknown (host lost)"
 SERVER_BASE = "base server (not touched)"
 SERVER_EAGLE = "EAGLE-3 server"
 SERVER_MAYBE_NONE = "maybe none: the base server may be torn down; run swap_to_base.yml"
+SERVER_RESTORED = "base server (restored, ready in %s s)"
+SERVER_NOT_RESTORED = "maybe none: restoring the base server failed (%s); run swap_to_base.yml"
+# Where the EAGLE-3 step may have stopped the base server: a rollback relaunches it.
+ROLLBACK_FROM = (SERVER_MAYBE_NONE, SERVER_EAGLE)
 
 NO_RESULT = "NO RESULT, the host left the play before recording an outcome (see above)"
 
@@ -222,7 +226,7 @@ def _get(data: Any, *keys: str) -> Any:
 
 
 def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, server: Any = None,
-                teardown: Any = None) -> dict:
+                teardown: Any = None, gates: Any = None) -> dict:
     """swap_to_eagle.yml's record of a host that completed, with its line: RUNS holds the llm_benchmark
     results (`baseline`, absent without swap_baseline, and `candidate`), BASE_SERVER the
     server's result fact (fleet_server) of the baseline step, SERVER the EAGLE-3 server's, TEARDOWN
@@ -239,14 +243,33 @@ def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, ser
         "release_seconds": _get(teardown, "release_seconds"),
         "killed": _get(teardown, "killed"),
         "workload": wl.describe(_get(runs, "candidate")),
+        "gates": list(gates or []),
     })
 
 
-def swap_failure(failure: Mapping[str, Any], drafter_check: Any = None, server: Any = None) -> dict:
+def swap_failure(failure: Mapping[str, Any], drafter_check: Any = None, server: Any = None,
+                 gates: Any = None) -> dict:
     """swap_to_eagle.yml's record of a failed host: FAILURE (the _fleet role's fleet_failure)
-    with the server left on the host (server_left) and the host's line."""
+    with the server left on the host (server_left), whether restoring the base server is
+    needed (`rollback_needed`), the gates when they were checked, and the host's line."""
     record = dict(failure)
     record["server_left"] = server_left(failure, drafter_check, server)
+    record["rollback_needed"] = record["server_left"] in ROLLBACK_FROM
+    record["gates"] = list(gates or [])
+    return _with_line(record)
+
+
+def swap_rolled_back(result: Mapping[str, Any], server: Any = None, error: Any = None) -> dict:
+    """RESULT (a failed host's record) after the base server was relaunched: SERVER its result
+    fact (ready, health proved by the wait), or ERROR why the relaunch failed."""
+    record = dict(result)
+    record["rollback_needed"] = False
+    if error:
+        record["rolled_back"] = False
+        record["server_left"] = SERVER_NOT_RESTORED % _text(error)
+    else:
+        record["rolled_back"] = True
+        record["server_left"] = SERVER_RESTORED % num(_get(server, "ready_seconds"), 2)
     return _with_line(record)
 
 
