@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as _gates
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import store
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as _compare
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as md
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare_plot import render_png
@@ -147,7 +149,7 @@ def build(experiment, records_by_host, dest_dir, title, check_mode=False):
     changed, notes, report}."""
     recs = _records(experiment, json.loads(json.dumps(records_by_host or {})))
     names = [v["name"] for v in experiment["variants"]]
-    report = _compare.compare(_groups(experiment, recs), title, experiment["reference"], names)
+    report = _compare.compare(_groups(experiment, recs), title, experiment["reference"], names, named=names)
     rows = gate_rows(experiment, recs)
     report["failures"] = failures(experiment, recs)
     report["gates"] = rows
@@ -158,4 +160,23 @@ def build(experiment, records_by_host, dest_dir, title, check_mode=False):
     out["lines"] = _lines(report, rows, experiment["spread"])
     out["failures"] = list(report["failures"])
     out["gate_failures"] = list(report["gate_failures"])
+    return out
+
+
+EXPERIMENT_KEYS = ("name", "file", "checksum", "reference", "spread", "variants", "assignments")
+
+
+def from_results(experiment, results_dir, dest_dir, title="", check_mode=False):
+    """build() over the records under RESULTS_DIR whose settings are the experiment's; records of
+    changed settings are left out with a note. Title: 'Experiment NAME' unless given."""
+    missing = [k for k in EXPERIMENT_KEYS if k not in (experiment or {})]
+    if missing:
+        raise InvalidInput("experiment lacks %s: pass the whole result of gpufleet.serving.experiment_plan"
+                           % ", ".join(missing))
+    found = store.scan(results_dir, experiment)
+    out = build(experiment, found["recorded"], dest_dir, title or "Experiment %s" % experiment["name"],
+                check_mode=check_mode)
+    out["notes"] += found["problems"] + ["%s %s: recorded with other settings, left out (run the experiment "
+                                         "again to measure it)" % (host, name)
+                                         for host, names in found["stale"].items() for name in names]
     return out

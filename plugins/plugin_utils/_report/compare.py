@@ -175,8 +175,9 @@ def _fleet(hosts, variants, reference, notes):
     return out
 
 
-def compare(records, title="Engine comparison", reference=_registry.DEFAULT, variants=None):
-    """The report dict: per host and variant the outcome, figures, ratios; the fleet's; notes."""
+def compare(records, title="Engine comparison", reference=_registry.DEFAULT, variants=None, named=()):
+    """The report dict: per host and variant the outcome, figures, ratios; the fleet's; notes.
+    NAMED: variant names known elsewhere (an experiment's), accepted without a record."""
     hosts, order, notes = normalise(records)
     if not hosts:
         raise InvalidInput("records is empty")
@@ -185,7 +186,7 @@ def compare(records, title="Engine comparison", reference=_registry.DEFAULT, var
         if name not in variants:
             variants.append(name)
     for name in variants:
-        if name not in order:  # a recorded variant was checked with its record
+        if name not in order and name not in named:  # a recorded variant was checked with its record
             variant_parts(name)
     if reference not in variants:
         raise InvalidInput("reference %s is not one of the variants (%s)" % (reference, ", ".join(variants)))
