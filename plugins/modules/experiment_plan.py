@@ -18,8 +18,8 @@ description:
     checks every key and value before any host is touched, expands each C(matrix) into variants,
     assigns the variants to O(hosts), and compares the result with the records of earlier runs under
     O(results_dir), so a run after an interruption skips what is recorded.
-  - A bad file fails with C(FILE:LINE: KEY.PATH: what is wrong and what to change), for example
-    C(exp.yml:12: variants[2].server.tp_sise: unknown server option; did you mean tp_size? ...).
+  - "A bad file fails with C(FILE:LINE: KEY.PATH: what is wrong and what to change), for example
+    C(exp.yml:12: variants[2].server.tp_sise: unknown server option; did you mean tp_size? ...)."
   - "The file, a YAML mapping:"
   - "C(name): the experiment's name (default: the file name without C(.yml) and C(.experiment))."
   - "C(reference) (required): the variant the others are compared with (a name after the matrices are expanded)."
