@@ -34,8 +34,10 @@ ENV_VALUE_TYPES = (str, int, float, bool)
 
 
 def _nearest(word, choices):
-    near = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return "did you mean %s? " % near[0] if near else ""
+    """The choice WORD is most likely a typo of, or None (each message spells out both forms, so
+    docs/bad-inputs.md can quote it)."""
+    near = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return near[0] if near else None
 
 
 def _keys(src, path, mapping, allowed, what, why=None):
@@ -45,8 +47,11 @@ def _keys(src, path, mapping, allowed, what, why=None):
             continue
         if why and key in why:
             raise src.error(path + (key,), "not a %s here: %s" % (what, why[key]))
-        raise src.error(path + (key,), "unknown %s; %sthe %ss: %s"
-                        % (what, _nearest(key, allowed), what, ", ".join(allowed)))
+        near = _nearest(key, allowed)
+        if near:
+            raise src.error(path + (key,), "unknown %s; did you mean %s? the %ss: %s"
+                            % (what, near, what, ", ".join(allowed)))
+        raise src.error(path + (key,), "unknown %s; the %ss: %s" % (what, what, ", ".join(allowed)))
 
 
 def _mapping(src, path, value, what):
@@ -122,9 +127,13 @@ def _engine(src, path, raw):
     if "engine" not in raw:
         raise src.error(path, "engine is missing; one of %s" % ", ".join(_registry.names()))
     name = raw["engine"]
+    known = ", ".join(_registry.names())
     if _registry.find(name) is None:
-        raise src.error(path + ("engine",), "unknown engine %r; %sknown engines: %s"
-                        % (name, _nearest(name, _registry.names()), ", ".join(_registry.names())))
+        near = _nearest(name, _registry.names())
+        if near:
+            raise src.error(path + ("engine",), "unknown engine %r; did you mean %s? known engines: %s"
+                            % (name, near, known))
+        raise src.error(path + ("engine",), "unknown engine %r; known engines: %s" % (name, known))
     return name
 
 
@@ -265,8 +274,11 @@ def load(path, hosts, max_variants_default=32, confirm=False):
                         % ", ".join(paths))
     reference = data["reference"]
     if reference not in paths:
-        raise src.error(("reference",), "%r is not a variant; %sthe variants: %s"
-                        % (reference, _nearest(reference, paths), ", ".join(paths)))
+        near = _nearest(reference, paths)
+        if near:
+            raise src.error(("reference",), "%r is not a variant; did you mean %s? the variants: %s"
+                            % (reference, near, ", ".join(paths)))
+        raise src.error(("reference",), "%r is not a variant; the variants: %s" % (reference, ", ".join(paths)))
     ref = next(v for v in variants if v["name"] == reference)
     ref["gates"].pop("min_speedup", None)  # the reference is the speed-up's divisor
     _check_speedup_levels(src, variants, paths, ref)
