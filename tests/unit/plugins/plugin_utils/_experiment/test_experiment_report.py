@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import report as rp
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
 
 
 def _records(exp, kit, host_of):
@@ -61,3 +62,11 @@ def test_spread_compares_each_variant_with_the_reference_wherever_it_ran(experim
     assert speedup["host"] == "h2" and speedup["value"] == 1.5
     assert out["failures"] == [] and not (tmp_path / "rep").exists()
     assert [line.split(":")[0] for line in out["lines"]] == [group + " " + n for n in ("base", "eagle/3", "other")]
+
+
+def test_each_variant_of_an_experiment_gets_its_own_colour(experiment, kit, tmp_path):
+    exp = experiment()
+    out = rp.build(exp, _records(exp, kit, lambda name: "h1"), str(tmp_path / "rep"), "T", check_mode=True)
+    style = rcp.styles(out["report"])
+    assert len({colour for colour, unused in style.values()}) == 3
+    assert style["eagle/3"][1] == "--" and style["base"][1] == style["other"][1] == "-"
