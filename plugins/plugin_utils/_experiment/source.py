@@ -48,12 +48,14 @@ class Source:
     def _build(self, node, path):
         self.lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
-            out = {}
-            _flatten(node)  # `<<: *anchor` merge keys, as yaml.safe_load applies them
+            out, own, written = {}, {id(k) for k, unused in node.value}, set()
+            _flatten(node)  # `<<: *anchor` merge keys, as yaml.safe_load applies them (the mapping's own win)
             for key_node, value_node in node.value:
                 key = self._scalar(key_node, path)
-                if key in out:
-                    raise InvalidInput("%s: %s is set twice; keep one" % (self.at(path + (key,), key_node), key))
+                if id(key_node) in own:
+                    if key in written:
+                        raise InvalidInput("%s: %s is set twice; keep one" % (self.at(path + (key,), key_node), key))
+                    written.add(key)
                 self.lines[path + (key,)] = key_node.start_mark.line + 1
                 out[key] = self._build(value_node, path + (key,))
             return out

@@ -11,11 +11,13 @@ import pathlib
 import textwrap
 
 import pytest
+import yaml
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import load as ld
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import schema
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.source import Source
 from tests.support.paths import REPO
 
 SG, VL = registry.names()[0], registry.names()[1]
@@ -205,3 +207,11 @@ def test_the_seed_campaigns_load(name, variants):
     exp = ld.load(pathlib.Path(REPO) / "docs" / "examples" / ("%s.experiment.yml" % name), ["gpu01", "gpu02"])
     assert exp["name"] == name and len(exp["variants"]) == variants
     assert exp["assignments"]["gpu01"] == exp["assignments"]["gpu02"] == [v["name"] for v in exp["variants"]]
+
+
+@pytest.mark.parametrize("text", [
+    GOOD,
+    "base: &b {q: 1, r: [1, 2]}\nm:\n  <<: *b\n  r: 2\nn: *b\nx: [yes, 0.75, null, '8', 1e3]\n",
+])
+def test_the_file_reads_as_yaml_safe_load_reads_it(tmp_path, text):
+    assert Source(write(tmp_path, text)).data == yaml.safe_load(text)
