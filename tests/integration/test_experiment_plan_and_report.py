@@ -102,6 +102,6 @@ def test_report_returns_the_failed_gates_without_failing(tmp_path):
     assert report["gate_failures"] == [
         "gpu01 %s: max_ttft_p99_ms value 1200.0, limit 1000 (highest TTFT p99 at concurrency 1)" % n
         for n in ("base", "big")]
-    assert report["failures"] == [] and report["json_path"] == str(tmp_path / "results" / "report" /
-                                                                    "experiment.json")
+    assert report["failures"] == []
+    assert report["json_path"] == str(tmp_path / "results" / "report" / "experiment.json")
     assert (tmp_path / "results" / "report" / "experiment.md").read_text() == report["markdown"]

@@ -31,6 +31,9 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.sourc
 # A file named NAME.experiment.yml gives the experiment the name NAME.
 SUFFIX = ".experiment"
 ENV_VALUE_TYPES = (str, int, float, bool)
+# A loaded variant's keys, in the order returned.
+VARIANT_FIELDS = ("name", "engine", "role", "vars_prefix", "server", "speculative", "env", "benchmark", "gates",
+                  "matrix_values", "fingerprint")
 
 
 def _nearest(word, choices):
@@ -292,7 +295,6 @@ def load(path, hosts, max_variants_default=32, confirm=False):
         "reference": reference,
         "spread": spread,
         "gates": top_gates,
-        "variants": [{k: v[k] for k in ("name", "engine", "role", "vars_prefix", "server", "speculative", "env",
-                                         "benchmark", "gates", "matrix_values", "fingerprint")} for v in variants],
+        "variants": [{k: v[k] for k in VARIANT_FIELDS} for v in variants],
         "assignments": assign(names, hosts, spread),
     }

@@ -106,9 +106,9 @@ def render_gates(rows):
         return ["## Gates", "", "No gates (or no completed variant to gate).", ""]
     out = ["## Gates", "", GATES_HEAD, GATES_SEP]
     for r in rows:
-        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (r["host"], r["variant"], r["gate"], _limit(r),
-                                                          _value(r["value"]), "pass" if r["passed"] else "**FAIL**",
-                                                          r["detail"]))
+        cells = (r["host"], r["variant"], r["gate"], _limit(r), _value(r["value"]),
+                 "pass" if r["passed"] else "**FAIL**", r["detail"])
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % cells)
     return out + ["", "Definitions of the gates: docs/playbooks.md (experiment.yml).", ""]
 
 
