@@ -23,6 +23,14 @@ def engine_settings(name, host="", port="", instance=""):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def swap_gates(runs, gates):
+    """outcome.swap_gates, its ValueError (a bad gate) as the filter's error."""
+    try:
+        return outcome.swap_gates(runs, gates)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule:
     """gpufleet.serving filters for the playbooks."""
 
@@ -39,6 +47,7 @@ class FilterModule:
             "swap_record": outcome.swap_record,
             "swap_failure": outcome.swap_failure,
             "swap_rolled_back": outcome.swap_rolled_back,
+            "swap_gates": swap_gates,
             "report_lines": outcome.report_lines,
             "not_ok": outcome.not_ok,
             "reset_summary": outcome.reset_summary,

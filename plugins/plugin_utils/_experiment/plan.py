@@ -11,7 +11,7 @@ skipped variant is retried, so a crash or a lost host costs one variant, not the
 
 from __future__ import annotations
 
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import store
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import role_vars, store
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.load import load
 
 
@@ -32,8 +32,9 @@ def _host_lines(host, names, done, stale, retry):
 
 
 def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False):
-    """load()'s dict plus todo, recorded, rerun, record_files, lines, results_dir and changed."""
-    experiment = load(path, hosts, confirm=confirm)
+    """load()'s dict plus each variant's role_vars and the experiment's defaults (role_vars.py), todo,
+    recorded, rerun, record_files, lines, results_dir and changed."""
+    experiment = role_vars.add_role_vars(load(path, hosts, confirm=confirm))
     lines, moved = [], None
     if fresh and check_mode:
         lines.append("fresh: would move %s aside (check mode: nothing moved)" % store.records_dir(results_dir))

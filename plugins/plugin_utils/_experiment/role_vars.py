@@ -42,7 +42,8 @@ def variant_vars(variant: dict, defaults: dict) -> dict:
     """The variables VARIANT sets itself: its server settings, its speculative settings (None: a
     base server) and the other speculative inputs emptied."""
     prefix = variant["vars_prefix"]
-    out = {prefix + key: value for key, value in variant["server"].items()}
+    # A null setting leaves the host's value (or the role's default), as the file format says.
+    out = {prefix + key: value for key, value in variant["server"].items() if value is not None}
     out[prefix + "speculative"] = variant.get("speculative")
     for key in SPECULATIVE_EXTRAS:
         if prefix + key in defaults:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as _gates
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 DASH = "-"
@@ -245,6 +246,31 @@ def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, ser
         "workload": wl.describe(_get(runs, "candidate")),
         "gates": list(gates or []),
     })
+
+
+def swap_gates(runs: Any, gates: Any) -> list:
+    """swap_to_eagle.yml's gates: GATES (an experiment file's gates) checked on the EAGLE-3 run
+    (RUNS.candidate) against the base server's (RUNS.baseline), each with its `line`. With RUNS
+    null the gates are only checked for bad input (before anything runs). ValueError names the
+    bad key (swap_gates.KEY) and what to change."""
+    gates = gates or {}
+    if not isinstance(gates, Mapping):
+        raise ValueError("swap_gates must be a mapping of gates (%s), not %r" % (", ".join(_gates.GATE_NAMES), gates))
+    for name in gates:
+        if name not in _gates.GATE_NAMES:
+            raise ValueError("swap_gates.%s: unknown gate; the gates: %s" % (name, ", ".join(_gates.GATE_NAMES)))
+    for path, why in _gates.problems(gates):
+        raise ValueError("swap_gates.%s: %s" % (".".join(str(p) for p in path), why))
+    if runs is None:
+        return []
+    candidate = {"outcome": "ok", "speculative": True, "bench": _get(runs, "candidate")}
+    baseline = {"outcome": "ok", "bench": _get(runs, "baseline")}
+    out = []
+    for entry in _gates.evaluate(candidate, baseline, dict(gates), reference_name="the base server"):
+        entry = dict(entry)
+        entry["line"] = _gates.failure_text("", "", entry).strip()
+        out.append(entry)
+    return out
 
 
 def swap_failure(failure: Mapping[str, Any], drafter_check: Any = None, server: Any = None,
