@@ -111,7 +111,9 @@ def test_an_interrupted_experiment_resumes(request, tmp_path):
         experiment_file=str(path), experiment_results_dir=str(results),
         experiment_bench_progress_file=str(fleet.dir / "bench.progress")))
     with open(tmp_path / "first.log", "w") as log:
-        proc = subprocess.Popen(cmd, cwd=paths.REPO, env=ansible_env(), stdout=log, stderr=subprocess.STDOUT,
+        # Unbuffered: the test reads the log while the playbook runs.
+        proc = subprocess.Popen(cmd, cwd=paths.REPO, env=dict(ansible_env(), PYTHONUNBUFFERED="1"),
+                                stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             # Interrupt while the second variant (eagle) launches or runs: the first is recorded.
