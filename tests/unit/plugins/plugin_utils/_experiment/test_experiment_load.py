@@ -15,6 +15,7 @@ import yaml
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as gt
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import load as ld
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import schema
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.source import Source
@@ -215,3 +216,10 @@ def test_the_seed_campaigns_load(name, variants):
 ])
 def test_the_file_reads_as_yaml_safe_load_reads_it(tmp_path, text):
     assert Source(write(tmp_path, text)).data == yaml.safe_load(text)
+
+
+def test_the_module_documentation_names_every_key_the_code_takes():
+    text = (pathlib.Path(REPO) / "plugins" / "modules" / "experiment_plan.py").read_text()
+    keys = schema.TOP_KEYS + schema.VARIANT_KEYS + tuple(schema.benchmark_options()) + gt.GATE_NAMES \
+        + tuple(schema.speculative_options())
+    assert [k for k in keys if "C(%s)" % k not in text] == []

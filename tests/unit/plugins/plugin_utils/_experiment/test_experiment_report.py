@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import report as rp
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rcmp
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
 
 
@@ -70,3 +74,9 @@ def test_each_variant_of_an_experiment_gets_its_own_colour(experiment, kit, tmp_
     style = rcp.styles(out["report"])
     assert len({colour for colour, unused in style.values()}) == 3
     assert style["eagle/3"][1] == "--" and style["base"][1] == style["other"][1] == "-"
+
+
+def test_a_record_naming_an_unknown_engine_is_refused():
+    rec = {"variant": "any name", "engine": "tgi", "outcome": "ok"}
+    with pytest.raises(InvalidInput, match="variant any name: unknown engine 'tgi'; known engines: "):
+        rcmp.compare({"h1": [rec]}, reference="any name")

@@ -79,7 +79,7 @@ def test_fresh_moves_the_records_aside_never_in_check_mode(experiment, kit, tmp_
 
 def test_start_fresh_never_overwrites_an_earlier_move(tmp_path):
     now = datetime.datetime(2026, 5, 1, 10, 0, 0, tzinfo=datetime.timezone.utc)
-    for _ in range(2):
+    for unused in range(2):
         (tmp_path / "records").mkdir()
         store.start_fresh(tmp_path, now=now)
     assert sorted(os.listdir(tmp_path)) == ["records.old-20260501T100000", "records.old-20260501T100000-2"]
