@@ -4,7 +4,9 @@ import threading
 import time
 import traceback
 
-from sglang._sim import gpus, logs, models, procs, torcherrors
+from _simcore import gpus, models, procs, torcherrors
+
+from sglang._sim import logs
 
 GIB_PER_MIB = 1.0 / 1024
 KV_BYTES_PER_TOKEN_PER_LAYER = 576 * 2  # MLA: kv_lora_rank 512 + rope 64, bf16

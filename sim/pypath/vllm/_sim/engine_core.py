@@ -18,7 +18,7 @@ import signal
 import time
 import traceback
 
-from sglang._sim import gpus, procs, torcherrors  # the SGLang simulator's GPU holding and process plumbing
+from _simcore import gpus, procs, torcherrors
 
 from vllm import __version__
 from vllm._sim import logs
@@ -28,7 +28,7 @@ GIB = 1024.0  # MiB a GiB
 # (%d: num_reqs, min(max_num_seqs, max_num_batched_tokens)); tests/sim/test_vllm_sim.py reads the wheel's.
 SAMPLER_WARMUP_OOM = ("CUDA out of memory occurred when warming up sampler with %d dummy requests. Please try "
                       "lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")
-KV_BYTES_PER_TOKEN_PER_LAYER = 576 * 2  # MLA latent (512 + 64) in bf16, as the SGLang simulator
+KV_BYTES_PER_TOKEN_PER_LAYER = 576 * 2  # MLA latent (512 + 64) in bf16 (Kimi-K2.5's DeepSeek-V3 attention)
 
 
 def title(name):

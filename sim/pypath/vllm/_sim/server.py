@@ -15,8 +15,8 @@ import time
 import traceback
 from multiprocessing.connection import wait
 
-from sglang._sim import engine as tokens  # the SGLang simulator's batch loop, reused
-from sglang._sim import gpus, models, perf
+from _simcore import engine as tokens
+from _simcore import gpus, models, perf
 
 from vllm import __version__
 from vllm._sim import args as argsmod
