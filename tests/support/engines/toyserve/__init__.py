@@ -6,6 +6,8 @@ routes and metric names of its own; tokens, timing, fake GPU memory, HTTP and Pr
 exposition come from the core. It imitates no real engine, so nothing here cites one.
 
     PYTHONPATH=tests/support/engines:sim/pypath python -m toyserve serve MODEL --port N --host 127.0.0.1
+    tests/support/engines/bin/toyserve serve MODEL --port N --host 127.0.0.1    (the same, as a console script)
+    toyserve --version                                                          (prints `toyserve 0.1.0`)
 
 MODEL: a directory with config.json (sim/models/...). The process tree: the server process
 (it keeps its command line) and one worker a rank, titled `toyserve::worker_TP{n}`, each
