@@ -12,7 +12,6 @@ Normal mode: EngineCore dies with the API server and workers with EngineCore (th
 watch a death pipe; here PR_SET_PDEATHSIG). --sim-survivors leaves both behind with their
 GPU memory when the API server is SIGKILLed, the trap of vllm issues 55510 and 34643.
 """
-import multiprocessing as mp
 import os
 import signal
 import time
@@ -136,14 +135,9 @@ def run_engine_core(conf, conn):
         if conf["tp"] == 1:  # UniProcExecutor: the model runs in this process
             keep, info = load_and_hold(0, conf)
         else:
-            ctx = mp.get_context("spawn")
             wconf = dict(conf, engine_pid=os.getpid())
             for rank in range(conf["tp"]):
-                ours, theirs = ctx.Pipe()
-                proc = ctx.Process(target=run_worker, args=(rank, wconf, theirs), name="VllmWorker-%d" % rank)
-                proc.start()
-                theirs.close()
-                workers.append((proc, ours))
+                workers.append(procs.spawn(run_worker, (rank, wconf), "VllmWorker-%d" % rank))
             infos = [_expect(c, "loaded") for _p, c in workers]
             info = infos[0]
         # vllm/v1/core/kv_cache_utils.py:1148, logged by EngineCore once the workers report memory

@@ -6,7 +6,6 @@
   -> serve until SIGTERM -> stop EngineCore (and its workers) -> exit 0.
 A failed start-up: the engine's traceback in the log, exit 1.
 """
-import multiprocessing as mp
 import os
 import signal
 import sys
@@ -16,7 +15,7 @@ import traceback
 from multiprocessing.connection import wait
 
 from _simcore import engine as tokens
-from _simcore import gpus, models, perf
+from _simcore import gpus, models, perf, procs
 
 from vllm import __version__
 from vllm._sim import args as argsmod
@@ -75,11 +74,7 @@ def main(argv):
             "phases": {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}}
     if not gpus.fake_root():
         logs.info("simulator", "FAKE_NVML_ROOT is not set: no GPU memory is held")  # the simulator's own
-    ctx = mp.get_context("spawn")
-    ours, theirs = ctx.Pipe()
-    proc = ctx.Process(target=engine_core.run_engine_core, args=(conf, theirs), name="EngineCore")
-    proc.start()
-    theirs.close()
+    proc, ours = procs.spawn(engine_core.run_engine_core, (conf,), "EngineCore")
     try:
         msg = ours.recv()
     except EOFError:

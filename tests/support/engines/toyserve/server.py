@@ -1,6 +1,5 @@
 """The flow of a toyserve launch: load, start the workers, listen, serve until SIGTERM."""
 import logging
-import multiprocessing as mp
 import os
 import signal
 import sys
@@ -73,13 +72,8 @@ def main(args):
         target = models.load(args.model)
         conf = {"parent_pid": os.getpid(), "gpu_ids": gpus.physical_ids(args.tp),
                 "fraction": args.gpu_memory_fraction, "load_seconds": args.load_seconds}
-        ctx = mp.get_context("spawn")
         for rank in range(args.tp):
-            ours, theirs = ctx.Pipe()
-            proc = ctx.Process(target=run_worker, args=(rank, conf, theirs), name="worker_TP%d" % rank)
-            proc.start()
-            theirs.close()
-            workers.append((proc, ours))
+            workers.append(procs.spawn(run_worker, (rank, conf), "worker_TP%d" % rank))
         for proc, conn in workers:
             try:
                 msg = conn.recv()
