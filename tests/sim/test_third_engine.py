@@ -5,6 +5,7 @@ in /metrics; SIGTERM to its PID ends it and frees the fake GPUs."""
 import os
 import signal
 import subprocess
+import urllib.error
 import urllib.request
 
 import psutil

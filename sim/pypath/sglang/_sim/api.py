@@ -1,4 +1,5 @@
-"""Request parsing and response shapes: OpenAI completions/chat and SGLang's /generate."""
+"""SGLang's response shapes (OpenAI completions/chat, its /generate and sglext) and its native
+/generate request; OpenAI request bodies are the core's (_simcore.prompts)."""
 import time
 
 from _simcore import prompts

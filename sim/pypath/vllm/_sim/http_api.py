@@ -127,7 +127,7 @@ class Handler(http_base.UvicornHandler):
             self._sse(chunk)
         if include_usage:
             self._sse({"id": req.rid, "object": obj, "created": created, "model": model, "choices": [],
-                         "usage": _usage(req)})
+                       "usage": _usage(req)})
         self._stream_end()
 
 
