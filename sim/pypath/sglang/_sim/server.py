@@ -60,7 +60,7 @@ def main(argv, entry="launch_server"):
 
 
 def _worker_conf(args, target, draft, gpu_ids):
-    phases = {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}
+    phases = models.phase_seconds(args)
     return {"parent_pid": os.getpid(), "tp_size": args.tp_size, "dp_size": args.dp_size, "gpu_ids": gpu_ids,
             "mem_fraction_static": args.mem_fraction_static, "target": target, "draft": draft,
             "phases": phases, "orphan_workers": args.sim_orphan_workers,

@@ -17,7 +17,7 @@ import signal
 import time
 import traceback
 
-from _simcore import gpus, procs, torcherrors
+from _simcore import gpus, models, procs, torcherrors
 
 from vllm import __version__
 from vllm._sim import logs
@@ -27,7 +27,6 @@ GIB = 1024.0  # MiB a GiB
 # (%d: num_reqs, min(max_num_seqs, max_num_batched_tokens)); tests/sim/test_vllm_sim.py reads the wheel's.
 SAMPLER_WARMUP_OOM = ("CUDA out of memory occurred when warming up sampler with %d dummy requests. Please try "
                       "lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")
-KV_BYTES_PER_TOKEN_PER_LAYER = 576 * 2  # MLA latent (512 + 64) in bf16 (Kimi-K2.5's DeepSeek-V3 attention)
 
 
 def title(name):
@@ -81,7 +80,7 @@ def load_and_hold(rank, conf):
     kv = requested - weights - 1024  # activations and CUDA graphs take about 1 GiB
     if first:
         logs.info("gpu_worker.py:773", "Available KV cache memory: %s GiB", _gib(kv))
-    tokens = int(max(kv, 0) * (1 << 20) / (KV_BYTES_PER_TOKEN_PER_LAYER * max(conf["num_layers"], 1)))
+    tokens = int(max(kv, 0) * (1 << 20) / (models.KV_BYTES_PER_TOKEN_PER_LAYER * max(conf["num_layers"], 1)))
     return holder, {"kv_tokens": tokens if mem else 1 << 20}
 
 

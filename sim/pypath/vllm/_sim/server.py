@@ -71,7 +71,7 @@ def main(argv):
             "num_layers": target.num_layers, "max_model_len": args.max_model_len or target.context_length,
             "survivors": args.sim_survivors, "fail_warmup": args.sim_fail_warmup,
             "max_num_seqs": args.max_num_seqs, "config_text": _config_text(args, target),
-            "phases": {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}}
+            "phases": models.phase_seconds(args)}
     if not gpus.fake_root():
         logs.info("simulator", "FAKE_NVML_ROOT is not set: no GPU memory is held")  # the simulator's own
     proc, ours = procs.spawn(engine_core.run_engine_core, (conf,), "EngineCore")
