@@ -141,8 +141,13 @@ def evaluate(variant_record, reference_record, gates, reference_name="the refere
     return out
 
 
-def failure_text(host, variant, entry):
-    """'HOST VARIANT: GATE value V, limit L' (the gate with its level where it has one)."""
+def entry_text(entry):
+    """'GATE[ at concurrency C] value V, limit L (DETAIL)'."""
     gate = entry["gate"] + (" at concurrency %s" % entry["level"] if entry.get("level") is not None else "")
     value = "none" if entry["value"] is None else entry["value"]
-    return "%s %s: %s value %s, limit %s (%s)" % (host, variant, gate, value, entry["limit"], entry["detail"])
+    return "%s value %s, limit %s (%s)" % (gate, value, entry["limit"], entry["detail"])
+
+
+def failure_text(host, variant, entry):
+    """'HOST VARIANT: GATE value V, limit L' (the gate with its level where it has one)."""
+    return "%s %s: %s" % (host, variant, entry_text(entry))
