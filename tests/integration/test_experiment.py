@@ -177,9 +177,9 @@ def test_an_interrupted_experiment_resumes(request, tmp_path):
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             # Interrupt while the second variant (ep8) launches: the first is recorded.
-            assert wait_for(lambda: (results / "records" / "sim-h1" / "tp8.json").is_file(), timeout=300), \
-                log_path.read_text()[-4000:]
-            assert wait_for(lambda: "Launch ep8 and wait until it is ready" in log_path.read_text(), timeout=120)
+            first = results / "records" / "sim-h1" / "tp8.json"
+            assert wait_for(first.is_file, timeout=300), log_path.read_text()[-4000:]
+            assert wait_for(lambda: "Launch and wait until ready: ep8" in log_path.read_text(), timeout=120)
             os.killpg(proc.pid, signal.SIGINT)
             proc.wait(timeout=120)
         finally:

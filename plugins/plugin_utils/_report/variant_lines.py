@@ -45,8 +45,8 @@ def plan_lines(planned: list, host: str, experiment: Mapping[str, Any]) -> list:
     skipped (recorded), the GPUs it takes and its composed command line."""
     todo = set((experiment.get("todo") or {}).get(host) or [])
     recorded = set((experiment.get("recorded") or {}).get(host) or [])
-    lines = ["%s: %d variant(s) of %s, %d to run" % (host, len(planned), experiment.get("name", "the experiment"),
-                                                      len(todo))]
+    name = experiment.get("name", "the experiment")
+    lines = ["%s: %d variant(s) of %s, %d to run" % (host, len(planned), name, len(todo))]
     for number, plan in enumerate(planned, 1):
         name = plan.get("variant")
         state = "run" if name in todo else ("skip, recorded" if name in recorded else "skip")
