@@ -43,6 +43,12 @@ def random_acceptance(info, accept_length):
     return accept_length is not None and is_random(info)
 
 
+def random_suffix(info, accept_length):
+    """What a playbook's host line appends: "; " and RANDOM_LINE when ACCEPT_LENGTH was
+    measured on random prompts (INFO, the result's workload), else nothing."""
+    return "; " + RANDOM_LINE if random_acceptance(info, accept_length) else ""
+
+
 def workload_text(info):
     """One line naming the workload: set or file (format, sha256), sample size, seed."""
     if not isinstance(info, Mapping):
