@@ -149,8 +149,9 @@ def test_bench_line():
     ({"source": "random"}, None, False),  # no acceptance measured: nothing to warn about
 ])
 def test_bench_line_warns_of_acceptance_on_random_prompts(workload, accept, warned):
-    run = {"levels": [{"concurrency": 1}], "summary": {"single_stream_tok_s": 9.0, "peak_tok_s": 10.0,
-                                                      "peak_concurrency": 1, "accept_length": accept, "failed": 0}}
+    summary = {"single_stream_tok_s": 9.0, "peak_tok_s": 10.0, "peak_concurrency": 1, "accept_length": accept,
+               "failed": 0}
+    run = {"levels": [{"concurrency": 1}], "summary": summary}
     if workload is not None:
         run["workload"] = workload
     line = o.bench_line("h", "http://u", run)
