@@ -235,7 +235,7 @@ def _category_file(tmp_path):
 
 def _expected_steps(text, tokens):
     """Expected verify steps of a request of TOKENS output tokens continuing TEXT, in the
-    simulators' model (sim/pypath/sglang/_sim/text.py): a step yields 1 + Binomial(D-1, p)
+    simulators' model (sim/pypath/_simcore/text.py): a step yields 1 + Binomial(D-1, p)
     tokens, the last one cut at max_tokens. steps(t) = 1 + sum_k P(k) steps(t - k), 0 for t <= 0."""
     p = sim_text.accept_probability(SIM_ACCEPT, SIM_DRAFT_TOKENS, sim_text.predictability(text))
     d = SIM_DRAFT_TOKENS - 1
