@@ -20,7 +20,17 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import side_summary
 
-GATE_NAMES = ("min_acceptance_length", "min_speedup", "max_ttft_p99_ms", "max_tpot_p99_ms", "max_failed_requests")
+# Each gate's figure, as the report defines it (docs/playbooks.md shows this table, generated).
+GATE_DOCS = {
+    "min_acceptance_length": "the mean acceptance length over the levels, at least this (not applicable to a "
+                             "variant without speculative settings)",
+    "min_speedup": "output tok/s divided by the reference's at the same concurrency, at least this: a number "
+                   "(every level both ran) or {value: X, levels: [C, ...]}",
+    "max_ttft_p99_ms": "the highest TTFT p99 of any level, in ms, at most this",
+    "max_tpot_p99_ms": "the highest TPOT p99 of any level, in ms, at most this",
+    "max_failed_requests": "failed counted requests, all levels together, at most this",
+}
+GATE_NAMES = tuple(GATE_DOCS)
 SPEEDUP_KEYS = ("value", "levels")
 
 
@@ -141,8 +151,13 @@ def evaluate(variant_record, reference_record, gates, reference_name="the refere
     return out
 
 
-def failure_text(host, variant, entry):
-    """'HOST VARIANT: GATE value V, limit L' (the gate with its level where it has one)."""
+def entry_text(entry):
+    """'GATE[ at concurrency C] value V, limit L (DETAIL)'."""
     gate = entry["gate"] + (" at concurrency %s" % entry["level"] if entry.get("level") is not None else "")
     value = "none" if entry["value"] is None else entry["value"]
-    return "%s %s: %s value %s, limit %s (%s)" % (host, variant, gate, value, entry["limit"], entry["detail"])
+    return "%s value %s, limit %s (%s)" % (gate, value, entry["limit"], entry["detail"])
+
+
+def failure_text(host, variant, entry):
+    """'HOST VARIANT: GATE value V, limit L' (the gate with its level where it has one)."""
+    return "%s %s: %s" % (host, variant, entry_text(entry))

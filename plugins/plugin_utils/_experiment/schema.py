@@ -26,8 +26,33 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import In
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-TOP_KEYS = ("name", "reference", "spread", "max_variants", "confirm_large", "benchmark", "gates", "variants")
-VARIANT_KEYS = ("name", "engine", "server", "speculative", "env", "benchmark", "gates", "matrix")
+# The file's own keys: (type, meaning), in the order docs/playbooks.md shows them (generated there).
+TOP_FORMAT = {
+    "name": ("str", "the experiment's name (default: the file name without .yml and .experiment)"),
+    "reference": ("str", "required: the variant every other one is compared with (a name after the matrices)"),
+    "spread": ("bool", "true: identical hosts share the variants, host i of N runs variants i, i+N, ...; "
+                       "false (default): every host runs every variant"),
+    "max_variants": ("int", "the most variants a file may expand to without confirmation (default 32)"),
+    "confirm_large": ("bool", "run more than max_variants (as the playbook's experiment_confirm)"),
+    "benchmark": ("dict", "llm_benchmark settings shared by every variant (keys below)"),
+    "gates": ("dict", "limits every variant must meet (gates below); the reference is never gated on speed-up"),
+    "variants": ("list", "required: the variants (keys below), in the order each host runs them"),
+}
+VARIANT_FORMAT = {
+    "name": ("str", "required: the variant's name, unique in the file"),
+    "engine": ("str", "required: the engine (its server role runs the variant)"),
+    "server": ("dict", "the engine's server role variables without the ENGINE_server_ prefix (keys below); "
+                       "one left out keeps the host's value or the role's default"),
+    "speculative": ("dict", "speculative decoding, as server_plan's speculative option (keys below); "
+                            "none: a base server"),
+    "env": ("dict", "environment variables of the server, over the host's"),
+    "benchmark": ("dict", "benchmark settings merged key by key over the top-level benchmark"),
+    "gates": ("dict", "gates merged key by key over the top-level gates"),
+    "matrix": ("dict", "server keys, each with a list of values: one variant per combination, named "
+                       "NAME-KEYVALUE-KEYVALUE, the last key changing fastest"),
+}
+TOP_KEYS = tuple(TOP_FORMAT)
+VARIANT_KEYS = tuple(VARIANT_FORMAT)
 # Role options the experiment sets through its own keys (or the playbook sets): the variant's
 # `speculative` and `env`, and the state the playbook drives.
 SERVER_OWN_KEYS = {"state": "the playbook starts and stops each variant",

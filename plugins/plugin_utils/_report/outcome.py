@@ -69,7 +69,7 @@ def server_left(failure: Mapping[str, Any], drafter_check: Any = None, server: A
     """Which server a host runs after swap_to_eagle.yml failed on it.
 
     FAILURE is the failure's record (its `stage`, recorded before the failure: start,
-    baseline, eagle, eagle_benchmark; and `unreachable`), DRAFTER_CHECK the eagle_drafter
+    baseline, eagle, eagle_benchmark, gates; and `unreachable`), DRAFTER_CHECK the eagle_drafter
     role's registered drafter check (None when it never ran), SERVER the server's result fact
     (sglang_server_result or vllm_server_result: the playbooks' fleet_server). Until the
     drafter check has passed nothing was stopped; after it, the base server may be gone.
@@ -81,7 +81,7 @@ def server_left(failure: Mapping[str, Any], drafter_check: Any = None, server: A
         return SERVER_BASE
     if stage == "eagle" and not _succeeded(drafter_check):
         return SERVER_BASE
-    if stage == "eagle_benchmark" and isinstance(server, Mapping) and server.get("speculative"):
+    if stage in ("eagle_benchmark", "gates") and isinstance(server, Mapping) and server.get("speculative"):
         return SERVER_EAGLE
     return SERVER_MAYBE_NONE
 
@@ -269,7 +269,7 @@ def swap_gates(runs: Any, gates: Any) -> list:
     out = []
     for entry in _gates.evaluate(candidate, baseline, dict(gates), reference_name="the base server"):
         entry = dict(entry)
-        entry["line"] = _gates.failure_text("", "", entry).strip()
+        entry["line"] = _gates.entry_text(entry)
         out.append(entry)
     return out
 
