@@ -319,6 +319,17 @@ def _level_table(report):
     return out
 
 
+def _significance_lines(report, host):
+    """Per variant against the reference on HOST, in words (markdown.versus_lines)."""
+    ref = report["hosts"][host].get(report["reference"])
+    out = []
+    for name in report["variants"]:
+        rec = report["hosts"][host].get(name)
+        if name != report["reference"] and rec and rec["summary"] and ref and ref["summary"]:
+            out += md.versus_lines(ref["summary"], rec["summary"], {"baseline": report["reference"], "candidate": name})
+    return out
+
+
 def render(report, plot_note=None, plot_name=None):
     ref = report["reference"]
     lines = ["# %s" % report["title"], "",
@@ -349,6 +360,9 @@ def render(report, plot_note=None, plot_name=None):
     if any(report["fleet"][n]["summary"] for n in report["variants"]):
         lines += ["## Fleet throughput by concurrency (sum over hosts)", ""] + _level_table(report)
     for host in sorted(report["hosts"]):
+        words = _significance_lines(report, host)
+        if words:
+            lines += ["", "## %s: speed-up against %s, significance" % (host, ref), ""] + words
         if (report.get("categories") or {}).get(host):
             lines += ["", "## %s: by category" % host, ""] + wl.category_table(report["categories"][host])
         lines += ["", "## %s: latency by level" % host, "", md.LATENCY_HEAD, md.LATENCY_SEP]

@@ -115,8 +115,7 @@ def swap_line(result: Mapping[str, Any]) -> str:
            num(result.get("accept_length"), 2), num(result.get("release_seconds"), 2),
            DASH if _absent(killed) else killed, num(result.get("eagle_ready_seconds"), 2),
            "kept running" if _absent(base_ready) else "ready in %s s" % num(base_ready, 2))
-        + ("; " + wl.RANDOM_LINE if wl.random_acceptance(result.get("workload"), result.get("accept_length"))
-           else ""))
+        + wl.random_suffix(result.get("workload"), result.get("accept_length")))
 
 
 def _with_line(record: dict) -> dict:
@@ -163,14 +162,16 @@ def teardown_line(host: str, teardown: Mapping[str, Any], instance: str) -> str:
 
 def bench_line(host: str, url: str, run: Any = None, error: Any = None) -> str:
     """benchmark.yml's line for a host: its figures (RUN, the llm_benchmark result) or,
-    with ERROR (the failed task's message), the failure."""
+    with ERROR (the failed task's message), the failure. An acceptance length measured on
+    random prompts carries the reports' warning."""
     if error is not None or not isinstance(run, Mapping):
         return "%s: FAILED, %s: %s" % (host, url, _text(error if error is not None else "failed"))
     summary = run.get("summary") or {}
     return ("%s: ok, %s: single-stream %s tok/s, peak %s tok/s at %s, accept length %s, %s failed requests"
             % (host, url, num(summary.get("single_stream_tok_s")), num(summary.get("peak_tok_s")),
                summary.get("peak_concurrency"), num(summary.get("accept_length"), 2),
-               summary.get("failed")))
+               summary.get("failed"))
+            + wl.random_suffix(wl.describe(run), summary.get("accept_length")))
 
 
 def engine_settings(name: Any, host: Any = "", port: Any = "", instance: Any = "") -> dict:

@@ -15,6 +15,7 @@ from jinja2 import Environment
 from ansible_collections.gpufleet.serving.plugins.filter.fleet import FilterModule
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome as o
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 FILTER_DIR = pathlib.Path(__file__).resolve().parents[4] / "plugins" / "filter"
 
@@ -139,6 +140,23 @@ def test_bench_line():
     assert o.bench_line("h", "http://u", run) == \
         "h: ok, http://u: single-stream - tok/s, peak 10.0 tok/s at 4, accept length 1.50, 0 failed requests"
     assert o.bench_line("h", "http://u", error=" refused\n") == "h: FAILED, http://u: refused"
+
+
+@pytest.mark.parametrize("workload, accept, warned", [
+    (None, 2.1, True),  # a result without `workload` measured random prompts
+    ({"source": "random"}, 2.1, True),
+    ({"source": "builtin", "name": "mixed"}, 2.1, False),
+    ({"source": "random"}, None, False),  # no acceptance measured: nothing to warn about
+])
+def test_bench_line_warns_of_acceptance_on_random_prompts(workload, accept, warned):
+    summary = {"single_stream_tok_s": 9.0, "peak_tok_s": 10.0, "peak_concurrency": 1, "accept_length": accept,
+               "failed": 0}
+    run = {"levels": [{"concurrency": 1}], "summary": summary}
+    if workload is not None:
+        run["workload"] = workload
+    line = o.bench_line("h", "http://u", run)
+    assert line.startswith("h: ok, http://u: single-stream 9.0 tok/s")
+    assert line.endswith("; " + wl.RANDOM_LINE) is warned
 
 
 def test_launch_and_teardown_lines():
