@@ -28,7 +28,7 @@ description:
   - "C(max_variants) (default 32) and C(confirm_large) (default V(false)): more variants than C(max_variants)
     are refused unless C(confirm_large) is V(true) or O(confirm) is given."
   - "C(benchmark): settings of M(gpufleet.serving.llm_benchmark) shared by every variant: C(levels),
-    C(requests_per_level), C(warmup_requests), C(input_len), C(output_len), C(workload) and C(repeats)
+    C(requests_per_level), C(warmup_requests), C(input_len), C(output_len), C(workload), C(repeats) and C(category_passes)
     (the C(gpufleet.serving._fleet) role's C(fleet_bench_*) options without the prefix; read from its
     argument spec)."
   - "C(gates): limits every variant must meet (the reference is never gated on speed-up):

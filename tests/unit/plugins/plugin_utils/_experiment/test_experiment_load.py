@@ -197,7 +197,7 @@ def test_server_options_come_from_the_role_specs():
         assert not set(options) & set(schema.SERVER_OWN_KEYS)
     assert "draft_model_path" in schema.speculative_options()
     assert set(schema.benchmark_options()) == {"levels", "requests_per_level", "warmup_requests", "input_len",
-                                               "output_len", "workload", "repeats"}
+                                               "output_len", "workload", "repeats", "category_passes"}
 
 
 @pytest.mark.parametrize("name, variants", [
