@@ -78,6 +78,7 @@ def run(inventory, path, results, server_port, limit=None, spread=False):
     fd, times_file = tempfile.mkstemp(prefix="task-times-", suffix=".jsonl")
     os.close(fd)
     extra = {"experiment_file": path, "experiment_results_dir": results, "sglang_server_port": server_port,
+             "experiment_fresh": True,
              "experiment_bench_progress_file": os.path.join(os.path.dirname(results), "bench.progress")}
     cmd = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", inventory,
            os.path.join(REPO, "playbooks", "experiment.yml"), "-e", json.dumps(extra)]
@@ -110,6 +111,7 @@ def main():
     parser.add_argument("--variants", type=int, default=4)
     parser.add_argument("--ssh-port", type=int, default=2621)
     parser.add_argument("--server-port", type=int, default=30621)
+    parser.add_argument("--top", type=int, default=15, help="slowest tasks to list")
     args = parser.parse_args()
     root = os.path.join(REPO, "build", "bench", "experiment")
     fleet("down", root)
@@ -133,6 +135,9 @@ def main():
           % (one_wall, sum(ready) / len(ready), sum(ready), bench))
     print("  overhead per variant beyond the server's start-up and the benchmark: %.2f s" % overhead)
     print("  spread over 2 hosts: wall %.1f s = %.2fx the 1-host run" % (two_wall, two_wall / one_wall))
+    print("  the 1-host run's slowest tasks (seconds, all variants):")
+    for name, seconds in sorted(one_times.items(), key=lambda kv: -kv[1])[:args.top]:
+        print("    %6.2f  %s" % (seconds, name))
     return 0
 
 
