@@ -7,6 +7,7 @@
     as plugins/module_utils/_gpu/patterns.py ENGINE_PATTERNS gathers them
   - protected GPU daemons: plugins/module_utils/_gpu/protect.py DAEMONS
   - role variables: roles/*/meta/argument_specs.yml
+  - vllm_server's deprecated speculative method list: the registry (Engine.speculative_methods)
 
 Each generated block sits between two marker lines, which keep their indentation:
 
@@ -117,6 +118,19 @@ def _engine_names(first=()):
     return render
 
 
+def _speculative_methods(name):
+    """An engine's speculative methods (Engine.speculative_methods), as a YAML list."""
+    def render(kind):
+        if kind != "yaml":
+            raise ValueError("speculative-methods is a YAML block")
+        engine_patterns()  # puts the collection on sys.path
+        from ansible_collections.gpufleet.serving.plugins.module_utils._engines import (  # pylint: disable=import-outside-toplevel
+            registry,
+        )
+        return ["- %s" % m for m in registry.get(name).speculative_methods]
+    return render
+
+
 def _gpu_daemons(kind):
     if kind == "yaml":
         return [_yaml_item("The GPU system daemons: %s." % ", ".join("C(%s)" % d for d in daemons()))]
@@ -152,6 +166,7 @@ BLOCKS = {
     "engine-names-auto": _engine_names(["auto"]),
     "gpu-daemons": _gpu_daemons,
     "sglang-kill-set": _sglang_kill_set,
+    "speculative-methods-vllm": _speculative_methods("vllm"),
 }
 BLOCKS.update({"role-variables-%s" % r: _role_variables(r) for r in ROLES})
 
@@ -164,6 +179,7 @@ FILES = [
     "plugins/modules/llm_benchmark.py",
     "plugins/lookup/engine_patterns.py",
     "roles/sglang_server/meta/argument_specs.yml",
+    "roles/vllm_server/vars/main.yml",
     "docs/gpu_release.md",
 ] + ["roles/%s/README.md" % r for r in ROLES]
 

@@ -114,9 +114,10 @@ def test_start_keep_stop(request, tmp_path):
     unknown = dict(mismatched, method="eagle4", model=os.path.join(MODELS, "aq-medai-kimi-k2-eagle3"))
     unused, refused = _run(fleet, tmp_path, "unknown", playbook_text=REFUSED_PLAYBOOK, vllm_server_extra_args=FAST,
                            vllm_server_api_key=KEY, vllm_server_speculative_config=unknown)
-    assert refused["task"] == "Check the speculative method", refused
-    assert "eagle4 is not a speculative method vLLM 0.33.0 knows" in refused["msg"] and "eagle3" in refused["msg"]
-    assert refused["check"] is None, refused  # refused before the drafter check
+    assert refused["task"] == "Plan the server (compose the launch, read what runs, decide)", refused
+    assert "speculative_config.method 'eagle4' is not a speculative method vLLM knows" in refused["msg"], refused
+    assert "eagle3" in refused["msg"], refused
+    assert refused["check"]["skipped"] is True, refused  # no drafter check for a method without one
     assert sorted((g["index"], h["pid"]) for g in _gpus(fleet) for h in g["holders"]) == holders
     fleet.ssh(1, "kill -0 %d" % result["pid"])  # the same API server still runs
 

@@ -66,6 +66,7 @@ def test_every_generated_block_is_in_place():
         "plugins/modules/llm_benchmark.py": ["engine-names-auto"],
         "plugins/lookup/engine_patterns.py": ["engine-patterns"],
         "roles/sglang_server/meta/argument_specs.yml": ["sglang-kill-set"],
+        "roles/vllm_server/vars/main.yml": ["speculative-methods-vllm"],
         "docs/gpu_release.md": ["gpu-daemons", "engine-patterns"],
         "roles/sglang_server/README.md": ["role-variables-sglang_server"],
         "roles/eagle_drafter/README.md": ["role-variables-eagle_drafter"],
