@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Issue 11's promises at the module_utils level, on real processes this test starts.
+"""gpu_release's promises under attack at the module_utils level, on real processes this test starts.
 
 Thread groups whose leader exited, SIGTERM that cannot act, bounded matching, UTF-8
 results, input checks. The end-to-end tests are tests/integration/test_release_promises.py.

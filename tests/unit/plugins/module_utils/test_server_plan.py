@@ -79,8 +79,8 @@ def test_supervisor_choice(requested, mgr, expected):
     assert pl.choose_supervisor(requested, mgr) == expected
 
 
-def test_fingerprint_is_the_former_jinja_fingerprint():
-    """A server launched by the former set_fact fingerprint is kept after the upgrade."""
+def test_fingerprint_equals_the_jinja_fingerprint_of_earlier_releases():
+    """A server that a release computing the fingerprint in Jinja launched is kept after an upgrade."""
     composed = pl.compose(params(api_key="k", gpus=[2, 3], env={"NCCL_DEBUG": "WARN"}))
     expr = ("{{ {'argv': launch, 'env': env, 'supervisor': 'process', 'key': key | hash('sha256')}"
             " | to_json | hash('sha256') }}")
