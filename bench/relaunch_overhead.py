@@ -156,7 +156,8 @@ def measure_once(name, checkout, hosts, limit=None, change=True, task_times=Fals
     release = [float(facts[h]["sglang_server_teardown"]["release_seconds"])
                for h in hosts if "sglang_server_teardown" in facts.get(h, {})]
     return {"wall": wall, "ready": ready, "overhead": wall - ready,
-            "release": max(release) if release else None, "tasks": tasks, "validation": validation(times)}
+            "release": max(release) if release else None, "tasks": tasks, "validation": validation(times),
+            "task_times": times}
 
 
 def validation(times):
