@@ -187,6 +187,37 @@ def _role_variables(role):
     return render
 
 
+def _experiment_format(kind):
+    """The experiment file's keys, from where each is defined (plugin_utils/_experiment)."""
+    if kind != "markdown":
+        raise ValueError("experiment-format is a Markdown block")
+    engine_patterns()  # puts the collection on sys.path
+    from ansible_collections.gpufleet.serving.plugins.module_utils._engines import (  # pylint: disable=import-outside-toplevel
+        registry,
+    )
+    from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import (  # pylint: disable=import-outside-toplevel
+        gates,
+        schema,
+    )
+
+    def table(head, rows):
+        return ["| %s | type | meaning |" % head, "| --- | --- | --- |"] + [
+            "| `%s` | %s | %s |" % (key, kind_, _markdown_text(meaning)) for key, (kind_, meaning) in rows.items()]
+
+    def names(options):
+        return ", ".join("`%s`" % name for name in options)
+
+    lines = table("top-level key", schema.TOP_FORMAT) + [""] + table("variant key", schema.VARIANT_FORMAT) + [""]
+    lines += ["| gate | meaning |", "| --- | --- |"]
+    lines += ["| `%s` | %s |" % (name, _markdown_text(meaning)) for name, meaning in gates.GATE_DOCS.items()]
+    lines += ["", "Keys of `server`, per engine (its server role's variables without the prefix; "
+              "`ansible-doc -t role gpufleet.serving.ENGINE_server` documents each):", ""]
+    lines += ["- %s: %s" % (e.name, names(schema.server_options(e.name + "_server"))) for e in registry.engines()]
+    lines += ["", "Keys of `speculative` (server_plan's `speculative` option): %s." % names(schema.speculative_options()),
+              "", "Keys of `benchmark` (llm_benchmark's options): %s." % names(schema.benchmark_options())]
+    return lines
+
+
 BLOCKS = {
     "engine-patterns": _engine_patterns,
     "engine-choices": _engine_choices,
@@ -199,6 +230,7 @@ BLOCKS = {
     "compare-variants": _compare_variants,
 }
 BLOCKS.update({"role-variables-%s" % r: _role_variables(r) for r in ROLES})
+BLOCKS["experiment-format"] = _experiment_format
 
 FILES = [
     "plugins/doc_fragments/gpu.py",
@@ -214,6 +246,7 @@ FILES = [
     "roles/_fleet/meta/argument_specs.yml",
     "playbooks/compare_engines.yml",
     "docs/gpu_release.md",
+    "docs/playbooks.md",
 ] + ["roles/%s/README.md" % r for r in ROLES]
 
 

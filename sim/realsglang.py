@@ -77,6 +77,9 @@ def _package():
     if pkg is None:
         sys.path.insert(0, SIM_PYPATH)
         try:
+            # The simulators' neutral core, which sglang._sim imports: once imported, its
+            # modules resolve through the package's own __path__.
+            import _simcore  # noqa: F401  # pylint: disable=import-outside-toplevel,unused-import
             import sglang as pkg  # pylint: disable=import-outside-toplevel
         finally:
             sys.path.remove(SIM_PYPATH)

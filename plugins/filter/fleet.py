@@ -5,20 +5,28 @@
 """Filters of the fleet playbooks: per-host decisions and the lines they print.
 
 Each filter is documented in its own sidecar file (plugins/filter/NAME.yml), as
-ansible-core documents its own filters; the code is in plugin_utils/_report/outcome.py.
+ansible-core documents its own filters; the code is in plugin_utils/_report/outcome.py and variant_lines.py.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome, variant_lines
 
 
 def engine_settings(name, host="", port="", instance=""):
     """outcome.engine_settings, its ValueError (an unknown engine) as the filter's error."""
     try:
         return outcome.engine_settings(name, host, port, instance)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def swap_gates(runs, gates):
+    """outcome.swap_gates, its ValueError (a bad gate) as the filter's error."""
+    try:
+        return outcome.swap_gates(runs, gates)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -38,9 +46,13 @@ class FilterModule:
             "swap_start": outcome.swap_start,
             "swap_record": outcome.swap_record,
             "swap_failure": outcome.swap_failure,
+            "swap_rolled_back": outcome.swap_rolled_back,
+            "swap_gates": swap_gates,
             "report_lines": outcome.report_lines,
             "not_ok": outcome.not_ok,
             "reset_summary": outcome.reset_summary,
             "reset_table": outcome.reset_table,
             "engine_settings": engine_settings,
+            "teardown_record": variant_lines.teardown_record,
+            "experiment_plan_lines": variant_lines.plan_lines,
         }

@@ -59,7 +59,8 @@ options:
         (V(ok), V(failed), V(skipped)), C(stage) and C(reason) (when not ok), C(bench) (the registered
         M(gpufleet.serving.llm_benchmark) result), C(server) (the role's C(sglang_server_result) or
         C(vllm_server_result)) and C(teardown) (C(gpus_selected), C(gpus_free), C(gpus_used),
-        C(killed), C(seconds) of the verified release after the variant)."
+        C(killed), C(seconds) of the verified release after the variant). A record may name its own C(engine)
+        and C(speculative) (true or false); then its C(variant) may be any name (M(gpufleet.serving.experiment_report)'s are)."
       - An V(ok) record without benchmark levels counts as failed, with a note.
     type: dict
     required: true

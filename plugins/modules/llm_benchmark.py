@@ -225,6 +225,19 @@ options:
         and acceptance length.
     type: int
     default: 1
+  category_passes:
+    description:
+      - After each level (and its repeats), run one more pass per category of the level's counted requests,
+        with only that category's items of the O(workload), at the same concurrency (or rate), request count
+        and warm-up. The categories share the server within a level, so this is what measures tok/s per
+        category (RV(levels[].categories)).
+      - For an engine that answers no acceptance per request (vLLM), the category's acceptance length comes
+        from the server's counter deltas around its pass (C(accept_source) C(pass_metrics)).
+      - Each pass sends as many requests as its level again, so the run takes about one level's time more
+        per category. The passes' requests are not written to O(request_records).
+      - Needs a O(workload) whose items have categories.
+    type: bool
+    default: false
   request_timeout:
     description:
       - Seconds one request may take, connection included, before it counts as failed.
@@ -514,8 +527,14 @@ levels:
         With a O(workload) whose items have categories, the level's counted requests per category:
         C(requests), C(completed), C(failed), C(output_tokens), C(input_tokens), C(ttft_ms), C(tpot_ms),
         C(latency_ms) (as the level's), and C(accept_length) (completion tokens / SGLang's per-request
-        C(spec_verify_ct), with C(accept_source) C(request); null when the server gave none). No tok/s per
-        category, since the categories share the server within a level. Null without categories.
+        C(spec_verify_ct), with C(accept_source) C(request); null when the server gave none). C(output_tok_s)
+        only with O(category_passes), from the category's own pass (C(output_tok_s_source) C(pass)), since the
+        categories share the server within a level; then C(own_pass) holds the pass's C(requests), C(completed),
+        C(failed), C(output_tok_s), C(level_output_tokens), C(level_span_s), C(server_tok_s), C(server_ratio),
+        C(ttft_ms), C(tpot_ms), C(accept_length) and C(accept_source) (the counters around it), and
+        C(request_accept_length) (per request, where the engine answers it), and where the level had no
+        per-request acceptance, C(accept_length) is the pass's, with C(accept_source) C(pass_metrics) or
+        C(pass_server_info). Null without categories.
       type: dict
 summary:
   description: The sweep at a glance.
@@ -617,6 +636,7 @@ def main():
             temperature=dict(type="float", default=0.0),
             seed=dict(type="int", default=0),
             repeats=dict(type="int", default=1),
+            category_passes=dict(type="bool", default=False),
             request_timeout=dict(type="float", default=600),
             max_error_samples=dict(type="int", default=5),
             api_key=dict(type="str", no_log=True),

@@ -109,8 +109,8 @@ class Fleet:
 
     # ---- ansible -----------------------------------------------------------
 
-    def playbook_cmd(self, name, extra_vars=None, inventories=()):
-        cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory)]
+    def playbook_cmd(self, name, extra_vars=None, inventories=(), args=()):
+        cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory), *args]
         for inv in inventories:
             cmd += ["-i", str(inv)]
         # Progress files in the fleet's own directory, not the host's /var/tmp.
@@ -120,8 +120,8 @@ class Fleet:
         cmd += [str(REPO / "playbooks" / name), "-e", json.dumps(dict(defaults, **(extra_vars or {})))]
         return cmd
 
-    def playbook(self, name, extra_vars=None, inventories=(), timeout=300):
-        proc = subprocess.run(self.playbook_cmd(name, extra_vars, inventories), cwd=str(REPO),
+    def playbook(self, name, extra_vars=None, inventories=(), timeout=300, args=()):
+        proc = subprocess.run(self.playbook_cmd(name, extra_vars, inventories, args), cwd=str(REPO),
                               env=ansible_env(), capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL, check=False)
         proc.output = proc.stdout + proc.stderr

@@ -20,6 +20,7 @@ PY = pathlib.Path(paths.PYTHON)
 ANSIBLE = pathlib.Path(paths.VENV_BIN) / "ansible"
 SERVER = pathlib.Path(paths.SERVERS) / "standin.py"  # with --log: a start-up first
 SIM_PYTHON = pathlib.Path(paths.SIM_PYTHON)
+SIM_VLLM = pathlib.Path(paths.SIM) / "bin" / "vllm"  # the simulated `vllm` console script
 SIM_MODEL = pathlib.Path(paths.SIM_MODELS) / "kimi-k2.5-int4"
 _RESULT = re.compile(r"^localhost \| (SUCCESS|FAILED!|CHANGED) => ", re.MULTILINE)
 

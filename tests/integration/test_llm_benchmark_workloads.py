@@ -9,6 +9,7 @@ sim_server is a fixture of test_llm_benchmark.py, imported for the tests here.""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 
@@ -16,8 +17,10 @@ import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import benchmark, run_benchmark
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.builtin import BUILTIN
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.sample import load_workload
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from tests.integration.test_llm_benchmark import (  # noqa: F401 pylint: disable=unused-import
+    EAGLE3,
     PY,
     REPO,
     SIM_DRAFT,
@@ -25,6 +28,7 @@ from tests.integration.test_llm_benchmark import (  # noqa: F401 pylint: disable
     params,
     sim_server,
 )
+from tests.sim._server_fixtures import VllmServer, sim_text
 from tests.support import paths
 
 
@@ -201,3 +205,92 @@ def test_check_mode_sends_the_load_but_writes_no_records(server, tmp_path):
     res = benchmark(params(s.url, api=None, levels=[1], requests_per_level=2, warmup_requests=0,
                            workload={"source": "builtin", "sample": 2}, request_records=str(records)), check_mode=True)
     assert res["levels"][0]["completed"] == 2 and not records.exists() and "request_records" not in res
+
+
+# The simulated EAGLE-3 servers' draft: the sglang servers' --speculative-num-draft-tokens 4,
+# vLLM's num_speculative_tokens 3 plus the bonus token; both at the default accept length.
+SIM_DRAFT_TOKENS = 4
+SIM_ACCEPT = 2.6
+
+
+# Three categories whose texts the simulators' acceptance model scores apart: plain prose
+# (nothing to predict), code (symbols) and a number table (digits and repeated rows).
+CATEGORY_TEXTS = {
+    "prose": ["Walk along the river at dusk and tell me what the herons are doing there, item %d.",
+              "Describe a quiet morning market where farmers sell apples and bread, story %d."],
+    "code": ["def total(xs):\n    return sum(x * %d for x in xs if x > 0)  # {[()]} == != <= >=",
+             "for (i = 0; i < %d; i++) { buf[i] = (a[i] + b[i]) >> 1; } /* [i]++; */"],
+    "table": ["| %d | 10 | 20 | 30 |\n| 1 | 10 | 20 | 30 |\n| 2 | 10 | 20 | 30 |\n| 3 | 10 | 20 | 30 |",
+              "%d, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115"],
+}
+
+
+def _category_file(tmp_path):
+    path = tmp_path / "categories.jsonl"
+    lines = [json.dumps({"prompt": text % i, "category": category})
+             for category, texts in CATEGORY_TEXTS.items() for i in range(4) for text in texts]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _expected_steps(text, tokens):
+    """Expected verify steps of a request of TOKENS output tokens continuing TEXT, in the
+    simulators' model (sim/pypath/_simcore/text.py): a step yields 1 + Binomial(D-1, p)
+    tokens, the last one cut at max_tokens. steps(t) = 1 + sum_k P(k) steps(t - k), 0 for t <= 0."""
+    p = sim_text.accept_probability(SIM_ACCEPT, SIM_DRAFT_TOKENS, sim_text.predictability(text))
+    d = SIM_DRAFT_TOKENS - 1
+    yields = [(1 + j, math.comb(d, j) * p ** j * (1 - p) ** (d - j)) for j in range(d + 1)]
+    steps = [0.0] * (tokens + 1)
+    for t in range(1, tokens + 1):
+        steps[t] = 1.0 + sum(chance * steps[max(t - k, 0)] for k, chance in yields)
+    return steps[tokens]
+
+
+def _truth(spec, requests, warmup, category, tokens):
+    """The simulators' expected acceptance over CATEGORY's pass: its tokens over the expected
+    verify steps of every request it sends (the counters see the warm-up too)."""
+    items = load_workload(spec, 0).of_category(category).items_for(requests, warmup)
+    steps = sum(_expected_steps("\n".join(m["content"] for m in item.messages), tokens) for item in items)
+    return len(items) * tokens / steps
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_category_passes_measure_tok_s_and_acceptance_per_category(engine, sim_server, request, tmp_path):
+    """One pass per category at the level: tok/s per category matches the server's own counter
+    over that pass, and acceptance per category matches the simulators' documented text model;
+    SGLang's per-request figure and its counters around the pass agree with each other, and
+    vLLM (no per-request acceptance) takes it from the counters around the pass."""
+    if engine == "sglang":
+        url = sim_server(*EAGLE3)
+    else:
+        server = VllmServer(tmp_path, None, "--speculative-config", json.dumps(
+            {"method": "eagle3", "model": str(SIM_DRAFT), "num_speculative_tokens": SIM_DRAFT_TOKENS - 1}))
+        request.addfinalizer(server.stop)  # kills exactly the session it started
+        url = server.wait_ready().url
+    spec = {"source": "file", "path": str(_category_file(tmp_path)), "format": "jsonl"}
+    res = run_benchmark(params(url, api=None, levels=[8], requests_per_level=16, warmup_requests=8, output_len=48,
+                               workload=spec, category_passes=True))
+    lv = res["levels"][0]
+    assert lv["failed"] == 0 and sorted(lv["categories"]) == sorted(CATEGORY_TEXTS)
+    for category, fig in lv["categories"].items():
+        alone = fig["own_pass"]
+        assert alone["failed"] == 0 and alone["requests"] == 16 and fig["output_tok_s_source"] == "pass"
+        assert fig["output_tok_s"] == alone["output_tok_s"] > 0
+        assert alone["server_tok_s"] == pytest.approx(alone["level_output_tokens"] / alone["level_span_s"], rel=0.01)
+        assert alone["server_ratio"] == pytest.approx(1.0, abs=0.01), (category, alone)
+        truth = _truth(spec, 16, 8, category, 48)
+        assert alone["accept_length"] == pytest.approx(truth, rel=0.03), (category, alone["accept_length"], truth)
+        if engine == "sglang":
+            assert fig["accept_source"] == "request"
+            assert alone["request_accept_length"] == pytest.approx(alone["accept_length"], abs=0.01)
+        else:
+            assert fig["accept_source"] == "pass_metrics" and fig["accept_length"] == alone["accept_length"]
+            assert alone["request_accept_length"] is None
+    figs = lv["categories"]
+    assert figs["prose"]["accept_length"] < figs["code"]["accept_length"] < figs["table"]["accept_length"]
+    assert figs["prose"]["output_tok_s"] < figs["table"]["output_tok_s"]
+
+
+def test_category_passes_need_categories(server):
+    with pytest.raises(InvalidInput, match="category_passes: the workload has no categories .random prompts."):
+        run_benchmark(params(server(), category_passes=True))

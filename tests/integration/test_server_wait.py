@@ -16,6 +16,7 @@ import pytest
 from _wait_fixtures import (
     SIM_MODEL,
     SIM_PYTHON,
+    SIM_VLLM,
     FakeServer,
     ModuleRun,
     median,
@@ -80,14 +81,17 @@ def test_ready_detection_latency(procs, tmp_path):
     assert max(ended) < NOTICE_S + OVERHEAD_S
 
 
-@pytest.mark.parametrize("flavor,expected", [
-    ("sglang", ["init", "loading_weights", "weights_loaded", "kv_cache", "cuda_graph", "cuda_graph_done",
-                "http_server", "warmup", "ready"]),
-    ("vllm", ["init", "loading_weights", "weights_loaded", "kv_cache", "cuda_graph", "cuda_graph_done",
-              "engine_ready", "http_server", "ready"]),
-])
-def test_phases_model_info_and_generation(procs, tmp_path, flavor, expected):
-    server = FakeServer(procs, tmp_path, flavor=flavor, step=0.3, warmup=0.2, api_key="k3y-s3cret")
+PHASES = {
+    "sglang": ["init", "loading_weights", "weights_loaded", "kv_cache", "cuda_graph", "cuda_graph_done",
+               "http_server", "warmup", "ready"],
+    "vllm": ["init", "loading_weights", "weights_loaded", "kv_cache", "cuda_graph", "cuda_graph_done",
+             "engine_ready", "http_server", "ready"],
+}
+
+
+def test_phases_model_info_and_generation(procs, tmp_path):
+    flavor, expected = "sglang", PHASES["sglang"]  # vLLM's start-up: test_simulated_engine
+    server = FakeServer(procs, tmp_path, step=0.3, warmup=0.2, api_key="k3y-s3cret")
     server.wait_port()
     server.release()
     run = start_wait(procs, server, tmp_path, generate_check=True, api_key="k3y-s3cret")
@@ -102,10 +106,7 @@ def test_phases_model_info_and_generation(procs, tmp_path, flavor, expected):
     assert len(offsets) >= 6 and offsets == sorted(offsets) and offsets[0] == 0.0
     assert result["generate"]["ok"] is True and result["generate"]["text"] == " world"
     assert result["generate"]["model"] == "tests/models/tiny-int4"
-    if flavor == "sglang":
-        assert result["model_info"]["model_path"] == "tests/models/tiny-int4"
-    else:
-        assert result["model_info"]["data"][0]["id"] == "tests/models/tiny-int4"
+    assert result["model_info"]["model_path"] == "tests/models/tiny-int4"
     # The key went out as a bearer token (the server answers 401 without it) ...
     assert {e.get("auth") for e in server.read_events() if e["event"] == "request"} == {"Bearer k3y-s3cret"}
     # ... and never comes back, though the server logged it in server_args.
@@ -233,27 +234,52 @@ def test_check_mode_reports_without_waiting(procs, tmp_path):
     assert rc == 0 and result["ready"] is True and result["changed"] is False
 
 
-@pytest.mark.skipif(not SIM_PYTHON.exists(), reason="the simulated SGLang (sim/) is not in this checkout")
+# What --sim-fail-warmup is on each engine: SGLang's warm-up request fails; vLLM's sampler
+# warm-up after CUDA graph capture runs out of memory (gpu_model_runner.py _dummy_sampler_run).
+WARMUP_FAILURE = {"sglang": "warmup_error", "vllm": "oom"}
+
+
+def simulated_argv(engine, port, fail_warmup):
+    """The real launch command line of a simulated engine on 127.0.0.1:PORT, fast start-up."""
+    if engine == "sglang":
+        argv = [str(SIM_PYTHON), "-m", "sglang.launch_server", "--model-path", str(SIM_MODEL), "--host", "127.0.0.1",
+                "--port", str(port), "--tp-size", "1", "--sim-profile", "fast"]
+    else:
+        argv = [str(SIM_VLLM), "serve", str(SIM_MODEL), "--host", "127.0.0.1", "--port", str(port),
+                "--tensor-parallel-size", "1", "--api-key", "k3y-s3cret"]
+    return argv + (["--sim-fail-warmup"] if fail_warmup else [])
+
+
+@pytest.mark.skipif(not SIM_PYTHON.exists(), reason="the simulated engines (sim/) are not in this checkout")
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
 @pytest.mark.parametrize("fail_warmup", [False, True], ids=["ready", "warmup_error"])
-def test_simulated_sglang(procs, tmp_path, fail_warmup):
+def test_simulated_engine(procs, tmp_path, engine, fail_warmup):
     port = free_port()
-    log = tmp_path / "sglang.log"
-    argv = [str(SIM_PYTHON), "-m", "sglang.launch_server", "--model-path", str(SIM_MODEL), "--host", "127.0.0.1",
-            "--port", str(port), "--tp-size", "1", "--sim-profile", "fast"]
-    if fail_warmup:
-        argv.append("--sim-fail-warmup")
+    log = tmp_path / ("%s.log" % engine)
     with open(log, "ab") as out:
-        server = procs.popen(argv, stdout=out, stderr=out, stdin=open("/dev/null"))
+        server = procs.popen(simulated_argv(engine, port, fail_warmup), stdout=out, stderr=out,
+                             stdin=open("/dev/null"))
     progress = tmp_path / "progress"
-    run = ModuleRun(procs, {"url": "http://127.0.0.1:%d" % port, "pid": server.pid, "log_path": str(log),
-                            "generate_check": True, "progress_file": str(progress), "timeout": 120})
+    params = {"url": "http://127.0.0.1:%d" % port, "pid": server.pid, "log_path": str(log),
+              "generate_check": True, "progress_file": str(progress), "timeout": 120}
+    if engine == "vllm":
+        params["api_key"] = "k3y-s3cret"
+    run = ModuleRun(procs, params)
     rc, result = run.finish()
     names = [p["name"] for p in result["phases"]]
-    assert result["flavor"] == "sglang"
-    assert {"loading_weights", "kv_cache", "cuda_graph", "http_server"} <= set(names)
+    assert result["flavor"] == engine
+    # SGLang warms up once uvicorn listens; vLLM's engine is warm before its HTTP server starts
+    assert {"loading_weights", "kv_cache", "cuda_graph"} | ({"http_server"} if engine == "sglang" else set()) <= set(names)
     if fail_warmup:
-        assert rc != 0 and result["cause"]["kind"] == "warmup_error", result["msg"]
-    else:
+        assert rc != 0 and result["cause"]["kind"] == WARMUP_FAILURE[engine], result["msg"]
+    elif engine == "sglang":
         assert rc == 0, result.get("msg")
         assert names[-1] == "ready" and result["generate"]["ok"] is True
         assert result["model_info"]["model_path"] == str(SIM_MODEL)
+    else:
+        assert rc == 0, result.get("msg")
+        assert names == PHASES["vllm"]
+        assert result["generate"]["ok"] is True
+        assert result["model_info"]["data"][0]["id"] == str(SIM_MODEL)
+        # the key went out as a bearer token (the /v1 routes answer 401 without it) and never comes back
+        assert "k3y-s3cret" not in run.stdout + run.stderr and "k3y-s3cret" not in progress.read_text()

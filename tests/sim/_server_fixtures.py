@@ -28,10 +28,10 @@ MISMATCHED = os.path.join(MODELS, "mismatched-eagle3")
 HOST = "127.0.0.1"
 FAST = ["--sim-init-seconds", "0.05", "--sim-load-seconds", "0.2", "--sim-kv-seconds", "0.05",
         "--sim-graph-seconds", "0.2", "--sim-warmup-seconds", "0.1"]
-# Loaded by path: importing `sglang` here would pin the stand-in package for the session.
+# Loaded by path: the neutral core's text model stays out of sys.modules' `_simcore`.
 _TEXT_SPEC = importlib.util.spec_from_file_location(
-    "sim_sglang_text", os.path.join(SIM, "pypath", "sglang", "_sim", "text.py"))
-sim_text = importlib.util.module_from_spec(_TEXT_SPEC)  # both simulators' text models
+    "sim_core_text", os.path.join(SIM, "pypath", "_simcore", "text.py"))
+sim_text = importlib.util.module_from_spec(_TEXT_SPEC)  # every simulated engine's text models
 _TEXT_SPEC.loader.exec_module(sim_text)
 VLLM_CLI = os.path.join(SIM, "bin", "vllm")
 VLLM_PYTHON = SGLANG_PYTHON  # the project python with sim/pypath

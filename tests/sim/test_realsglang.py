@@ -135,7 +135,8 @@ def test_scheduler_titles(tp, dp, rank, title, prefix):
 
 def test_metrics_count_finished_requests_per_stream():
     realsglang.server_args_module()
-    from sglang._sim import engine, metrics
+    from _simcore import engine
+    from sglang._sim import metrics
     stats = engine.Stats()
     req = engine.Request("r1", 7, 10, True, "x", 0.0)
     req.take(10)

@@ -1,5 +1,5 @@
 """Both simulated engines on real text: prompt tokens, acceptance by text (the model in
-sim/pypath/sglang/_sim/text.py), SGLang's return_spec_tokens_details, and /metrics as
+sim/pypath/_simcore/text.py), SGLang's return_spec_tokens_details, and /metrics as
 prometheus_client writes and reads it.
 
 Each engine is one EAGLE-3 server (TP1, fast calibration) shared by the module's tests;

@@ -1,4 +1,4 @@
-"""The simulators' text models (sim/pypath/sglang/_sim/text.py): prompt tokens against two real
+"""The simulators' text models (sim/pypath/_simcore/text.py): prompt tokens against two real
 BPE tokenizers' counts, and acceptance by text as the module's docstring defines it."""
 import json
 import os

@@ -14,8 +14,10 @@
   ansible    run a module or a playbook through ansible, with the environment the tests use
   gpu        fake-GPU holders (simctl gpu hold) owned by a test
   net        loopback ports
-  servers/   standin.py, the one stand-in HTTP server (known-rate streaming, or a simulated
-             SGLang/vLLM start-up with --log), and launch.StandIn to run it from a test
+  servers/   standin.py, the one stand-in HTTP server (known-rate streaming, or an SGLang
+             start-up paced by the test with --log), and launch.StandIn to run it from a test
+  engines/   toyserve, a fake engine on the simulator's neutral core (put on PYTHONPATH
+             by the test that starts it)
   scripts/   process trees and probes the tests start as separate programs
 
 tests/conftest.py puts the repository root, build/collections and sim/ on sys.path

@@ -24,6 +24,8 @@ EXCLUDED = {
     "drafter_check": "reads two model directories; shares no option",
     "benchmark_report": "a controller action merging result files; shares no option",
     "engine_report": "a controller action merging result files; shares no option",
+    "experiment_plan": "a controller action reading an experiment file; shares no option",
+    "experiment_report": "a controller action merging result files; shares no option",
 }
 
 

@@ -10,6 +10,7 @@ block tag; the decisions and lines are the gpufleet.serving filters' (plugins/fi
 from __future__ import annotations
 
 import pathlib
+import re
 
 import pytest
 
@@ -36,3 +37,14 @@ def test_no_logic_in_jinja(path):
     text = path.read_text()
     found = [f for f in FORBIDDEN if f in text]
     assert not found, "%s holds %s: put it in a filter (plugins/filter/fleet.py)" % (path.name, found)
+
+
+@pytest.mark.parametrize("path", PLAYBOOKS, ids=lambda p: p.name)
+def test_every_variable_read_is_named_in_the_header(path):
+    """A variable the playbook reads with a default is one a user sets: its header comment names
+    it (the _fleet role's own facts, fleet_*, are not the user's)."""
+    text = path.read_text()
+    header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
+    read = set(re.findall(r"\{\{\s*([a-z][a-z0-9_]*)\s*\|\s*default\(", text))
+    unnamed = sorted(n for n in read if not n.startswith("fleet_") and not re.search(r"\b%s\b" % n, header))
+    assert not unnamed, "%s reads %s, which its header does not name" % (path.name, unnamed)

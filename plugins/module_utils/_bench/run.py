@@ -18,7 +18,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept imp
     detect_flavor,
     read_server_info,
 )
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories import by_category
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories import by_category, with_pass
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.records import RecordWriter, flatten, workload_jobs
@@ -78,6 +78,10 @@ def run_benchmark(params: dict) -> dict:
     levels = _check(params)
     # The workload is read before the server is asked anything: a bad file fails at once.
     workload = load_workload(params.get("workload"), params.get("seed") or 0)
+    if params.get("category_passes") and not (workload and workload.info["categories"]):
+        raise InvalidInput("category_passes: the workload has no categories (%s); give a workload whose items "
+                           "have categories (source: builtin, or a file with a category field), or leave "
+                           "category_passes out" % ("random prompts" if not workload else "no item has one"))
     api = params.get("api") or ("chat" if workload else "completions")
     fixed_output = ((params.get("workload") or {}).get("output_len_mode") or "fixed") == "fixed"
     if workload and api == "completions":
@@ -135,6 +139,33 @@ def run_benchmark(params: dict) -> dict:
     progress = LevelProgress(params.get("progress_file"), len(rates or levels))
     repeats = params.get("repeats") or 1
     plan = [(None, r) for r in rates] if rates else [(lv, None) for lv in levels]
+    passes = bool(params.get("category_passes"))
+    expected = (params["output_len"] if ratio == 1.0 and params.get("ignore_eos", True) and fixed_output
+                else None)
+
+    def jobs(items):
+        return workload_jobs(items, api, model, params["output_len"], fixed_output,
+                             params.get("temperature", 0.0), params.get("ignore_eos", True), extra)
+
+    def timed(bodies, level, rate, w, index):
+        """One timed pass of BODIES (the first W the warm-up): its figures and its records, with
+        the acceptance and the server's rate from the counters read before and after it."""
+        before = meter.snapshot()
+        records = run_level(endpoint, PATHS[api], bodies, level, params["request_timeout"],
+                            connection=params.get("connection") or "keep_alive", request_rate=rate,
+                            burstiness=params.get("burstiness") or 1.0, max_concurrency=cap,
+                            seed=seed + index)
+        after = meter.snapshot_after(before)
+        accept, source = meter.measure(before, after)
+        warm_records, counted_records = flatten(records[:w]), flatten(records[w:])
+        concurrency = level if level else (cap or _peak_in_flight(warm_records + counted_records))
+        lv = level_metrics(concurrency, counted_records, w, params.get("max_error_samples", 5), expected,
+                           warmup=warm_records, slo=slo)
+        lv["request_rate"] = rate
+        lv["accept_length"], lv["accept_source"] = accept, source
+        lv.update(server_rate(before, after, lv))
+        return lv, records
+
     for index, (level, rate) in enumerate(plan):
         size = level or cap or 1  # what default request counts scale with
         n = params.get("requests_per_level") or default_requests(size)
@@ -146,8 +177,7 @@ def run_benchmark(params: dict) -> dict:
                 # Every level sends the same counted items (the sample from its start); the warm-up
                 # takes the items after them, so it does not prime the counted prompts' cache.
                 items = workload.items_for(n, w)
-                bodies = workload_jobs(items, api, model, params["output_len"], fixed_output,
-                                       params.get("temperature", 0.0), params.get("ignore_eos", True), extra)
+                bodies = jobs(items)
             else:
                 items = None
                 bodies = []
@@ -157,28 +187,22 @@ def run_benchmark(params: dict) -> dict:
                                                params.get("temperature", 0.0), params.get("ignore_eos", True)))
                     serial += 1
             progress.level_start(index, level, rate, w + n)
-            before = meter.snapshot()
-            records = run_level(endpoint, PATHS[api], bodies, level, params["request_timeout"],
-                                connection=params.get("connection") or "keep_alive", request_rate=rate,
-                                burstiness=params.get("burstiness") or 1.0, max_concurrency=cap,
-                                seed=seed + index)
-            after = meter.snapshot_after(before)
-            accept, source = meter.measure(before, after)
-            expected = (params["output_len"] if ratio == 1.0 and params.get("ignore_eos", True) and fixed_output
-                        else None)
-            warm_records, counted_records = flatten(records[:w]), flatten(records[w:])
-            concurrency = level if level else (cap or _peak_in_flight(warm_records + counted_records))
-            lv = level_metrics(concurrency, counted_records, w, params.get("max_error_samples", 5), expected,
-                               warmup=warm_records, slo=slo)
-            lv["request_rate"] = rate
-            lv["accept_length"], lv["accept_source"] = accept, source
-            lv.update(server_rate(before, after, lv))
+            lv, records = timed(bodies, level, rate, w, index)
             lv["categories"] = by_category(records, items, w)
             writer.level(index, lv, records, items, w)
             runs.append(lv)
         lv = runs[0] if repeats == 1 else combine(runs)
-        out_levels.append(lv)
         progress.level_end(index, lv)
+        if passes:
+            for category in sorted(lv.get("categories") or {}):
+                # One pass of this category's items alone, the level's size: its tok/s, and its
+                # acceptance from the counters where the engine answers none per request.
+                items = workload.of_category(category).items_for(n, w)
+                progress.pass_start(index, level, rate, category, w + n)
+                alone, records = timed(jobs(items), level, rate, w, index)
+                lv["categories"][category] = with_pass(lv["categories"][category], alone,
+                                                       (by_category(records, items, w) or {}).get(category))
+        out_levels.append(lv)
 
     result = {
         "levels": out_levels,
@@ -303,6 +327,10 @@ class LevelProgress:
     def level_start(self, index: int, level: int | None, rate: float | None, requests: int) -> None:
         name = self._name(level, rate)
         self._line("level %d/%d %s: %d requests sent..." % (index + 1, self.total, name, requests))
+
+    def pass_start(self, index: int, level: int | None, rate: float | None, category: str, requests: int) -> None:
+        self._line("level %d/%d %s, category %s alone: %d requests sent..."
+                   % (index + 1, self.total, self._name(level, rate), category, requests))
 
     def level_end(self, index: int, lv: dict) -> None:
         self._line("level %d/%d %s: done in %ss, %s/%s ok, %s tok/s, TTFT p50 %s ms, TPOT p50 %s ms" % (

@@ -2,10 +2,10 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The controller-side report actions' one run(): validate, build, one error path.
+"""The controller-side actions' one run(): validate, build, one error path.
 
-benchmark_report and engine_report differ only in their options and in the function
-that writes the files; both say what failed the same way.
+benchmark_report, engine_report, experiment_plan and experiment_report differ only in their
+options and in the function that does the work; all say what failed the same way.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ class ReportAction(ActionBase):
     _supports_async = False
 
     argument_spec: dict[str, Any] = {}
+    # The option naming the directory an OSError is reported under.
+    dir_option = "dest_dir"
 
     def build(self, args: dict[str, Any], check_mode: bool) -> dict[str, Any]:
         raise NotImplementedError
@@ -40,6 +42,6 @@ class ReportAction(ActionBase):
         except GpuFleetError as exc:
             raise AnsibleActionFail(exc.msg)
         except OSError as exc:
-            raise AnsibleActionFail("cannot write the report under %s: %s" % (args["dest_dir"], exc))
+            raise AnsibleActionFail("cannot write under %s: %s" % (args[self.dir_option], exc))
         result.update(out)
         return result

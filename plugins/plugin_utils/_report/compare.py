@@ -8,7 +8,8 @@ Input (`records`): {host: [record, ...]}, one record per variant in the order ru
 roles/_fleet/tasks/variant.yml writes them:
   {"variant": "vllm+eagle3", "outcome": "ok"|"failed"|"skipped", "stage": ..., "reason": ...,
    "bench": R (an llm_benchmark result, only when the benchmark ran),
-   "server": {...} (the role's *_server_result), "teardown": {...} (the verified release)}
+   "server": {...} (the role's *_server_result), "teardown": {...} (the verified release),
+   "engine": ENGINE, "speculative": bool (optional: without them the name says, see VARIANTS)}
 
 Each variant's headline figures come from merge.side_summary, the fleet's from
 merge.fleet_side (sum of tok/s over hosts at each level), so a figure means here what it
@@ -34,7 +35,8 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge imp
     side_summary,
 )
 
-# Variant names: ENGINE or ENGINE+eagle3 (the playbook's launch steps know exactly these).
+# Variant names without an engine in the record: ENGINE or ENGINE+eagle3 (compare_engines.yml's
+# launch steps know exactly these). A record with its own `engine` (an experiment's) may have any name.
 ENGINES = tuple(_registry.names())
 VARIANTS = ENGINES + tuple(name + "+eagle3" for name in ENGINES)
 OUTCOMES = ("ok", "failed", "skipped")
@@ -101,11 +103,22 @@ def _levels(bench):
     return bench["levels"]
 
 
+def record_parts(raw):
+    """(engine, speculative) of a record: its own `engine` and `speculative` where it names an
+    engine (an experiment's variants have any name), else from its variant name."""
+    if "engine" not in raw:
+        return variant_parts(str(raw["variant"]))
+    if _registry.find(raw["engine"]) is None:
+        raise InvalidInput("variant %s: unknown engine %r; known engines: %s"
+                           % (raw["variant"], raw["engine"], ", ".join(ENGINES)))
+    return raw["engine"], bool(raw.get("speculative"))
+
+
 def _record(host, raw, notes):
     if not isinstance(raw, dict) or "variant" not in raw:
         raise InvalidInput("records for %s: each item needs a 'variant' key" % host)
     name = str(raw["variant"])
-    engine, spec = variant_parts(name)
+    engine, spec = record_parts(raw)
     outcome = str(raw.get("outcome") or "failed")
     if outcome not in OUTCOMES:
         raise InvalidInput("records for %s %s: outcome %r is not one of %s" % (host, name, outcome, OUTCOMES))
@@ -162,8 +175,9 @@ def _fleet(hosts, variants, reference, notes):
     return out
 
 
-def compare(records, title="Engine comparison", reference=_registry.DEFAULT, variants=None):
-    """The report dict: per host and variant the outcome, figures, ratios; the fleet's; notes."""
+def compare(records, title="Engine comparison", reference=_registry.DEFAULT, variants=None, named=()):
+    """The report dict: per host and variant the outcome, figures, ratios; the fleet's; notes.
+    NAMED: variant names known elsewhere (an experiment's), accepted without a record."""
     hosts, order, notes = normalise(records)
     if not hosts:
         raise InvalidInput("records is empty")
@@ -172,7 +186,8 @@ def compare(records, title="Engine comparison", reference=_registry.DEFAULT, var
         if name not in variants:
             variants.append(name)
     for name in variants:
-        variant_parts(name)
+        if name not in order and name not in named:  # a recorded variant was checked with its record
+            variant_parts(name)
     if reference not in variants:
         raise InvalidInput("reference %s is not one of the variants (%s)" % (reference, ", ".join(variants)))
     for host, by_variant in hosts.items():
@@ -304,6 +319,17 @@ def _level_table(report):
     return out
 
 
+def _significance_lines(report, host):
+    """Per variant against the reference on HOST, in words (markdown.versus_lines)."""
+    ref = report["hosts"][host].get(report["reference"])
+    out = []
+    for name in report["variants"]:
+        rec = report["hosts"][host].get(name)
+        if name != report["reference"] and rec and rec["summary"] and ref and ref["summary"]:
+            out += md.versus_lines(ref["summary"], rec["summary"], {"baseline": report["reference"], "candidate": name})
+    return out
+
+
 def render(report, plot_note=None, plot_name=None):
     ref = report["reference"]
     lines = ["# %s" % report["title"], "",
@@ -334,6 +360,9 @@ def render(report, plot_note=None, plot_name=None):
     if any(report["fleet"][n]["summary"] for n in report["variants"]):
         lines += ["## Fleet throughput by concurrency (sum over hosts)", ""] + _level_table(report)
     for host in sorted(report["hosts"]):
+        words = _significance_lines(report, host)
+        if words:
+            lines += ["", "## %s: speed-up against %s, significance" % (host, ref), ""] + words
         if (report.get("categories") or {}).get(host):
             lines += ["", "## %s: by category" % host, ""] + wl.category_table(report["categories"][host])
         lines += ["", "## %s: latency by level" % host, "", md.LATENCY_HEAD, md.LATENCY_SEP]

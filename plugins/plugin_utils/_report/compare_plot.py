@@ -29,14 +29,27 @@ for _hue, _name in zip(HUES, _registry.names()):
     STYLE[_name + "+eagle3"] = (_hue, "--")
 
 
-def _style(name):
-    return STYLE.get(name, ("#55a868", ":"))
+# Variants of other names (an experiment's): a colour each, in the order of the variants; speculative dashed.
+OTHER_HUES = ("#55a868", "#c44e52", "#64b5cd", "#ccb974", "#8c8c8c", "#2f4b7c", "#a05195", "#ff7c43")
 
 
-def _axes(ax, series, ylabel, title, log_y=False):
-    """SERIES: [(label, variant, side summary)]."""
+def styles(report):
+    """{variant: (colour, line style)}: STYLE for the engine variants, OTHER_HUES in turn for the rest."""
+    out, others = {}, 0
+    for name in report["variants"]:
+        if name in STYLE:
+            out[name] = STYLE[name]
+            continue
+        rec = next((by_name[name] for by_name in report["hosts"].values() if name in by_name), {})
+        out[name] = (OTHER_HUES[others % len(OTHER_HUES)], "--" if rec.get("speculative") else "-")
+        others += 1
+    return out
+
+
+def _axes(ax, series, ylabel, title, style, log_y=False):
+    """SERIES: [(label, variant, side summary)]; STYLE: styles(report)."""
     for label, name, summary in series:
-        color, dash = _style(name)
+        color, dash = style[name]
         xs, ys = _series(summary, ylabel[1])
         if xs:
             ax.plot(xs, ys, marker="o", color=color, linestyle=dash, label=label, linewidth=1.5)
@@ -67,11 +80,12 @@ def render_png(report):
     FigureCanvasAgg(fig)
     if rows == 3:
         category_plot.draw(fig.add_subplot(3, 1, 3), tables)
+    style = styles(report)
     _axes(fig.add_subplot(rows, 2, 1), fleet, ("output tok/s", "output_tok_s"),
-          "Fleet (%d hosts, sum)" % len(hosts))
-    _axes(fig.add_subplot(rows, 2, 2), per_host, ("output tok/s", "output_tok_s"), "Per host")
-    _axes(fig.add_subplot(rows, 2, 3), per_host, ("TTFT p50 (ms)", "ttft_p50_ms"), "TTFT p50", log_y=True)
-    _axes(fig.add_subplot(rows, 2, 4), per_host, ("TPOT p50 (ms)", "tpot_p50_ms"), "TPOT p50", log_y=True)
+          "Fleet (%d hosts, sum)" % len(hosts), style)
+    _axes(fig.add_subplot(rows, 2, 2), per_host, ("output tok/s", "output_tok_s"), "Per host", style)
+    _axes(fig.add_subplot(rows, 2, 3), per_host, ("TTFT p50 (ms)", "ttft_p50_ms"), "TTFT p50", style, log_y=True)
+    _axes(fig.add_subplot(rows, 2, 4), per_host, ("TPOT p50 (ms)", "tpot_p50_ms"), "TPOT p50", style, log_y=True)
     fig.suptitle(report["title"])
     fig.tight_layout()
     buf = io.BytesIO()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import level_key, level_name
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import ratios as level_ratios
 
 DASH = "-"
 
@@ -74,22 +75,42 @@ def _ci(ci):
     return "%s [%s, %s]" % (_num(ci["mean"]), _num(ci["low"]), _num(ci["high"]))
 
 
+ONE_RUN = "one run, no interval"
+
+
+def significance_line(r, labels):
+    """One level's sentence of a ratio row (merge.ratios): significant only when the two 95%
+    intervals of tok/s do not overlap; ONE_RUN where a side was measured once."""
+    b, c = r.get("baseline_ci"), r.get("candidate_ci")
+    head = "- concurrency %s: %s/%s %s" % (level_name(level_key(r)), labels["candidate"], labels["baseline"],
+                                           _ratio(r["ratio"]))
+    if r.get("significant") is None:
+        return "%s: %s." % (head, ONE_RUN)
+    verdict = ("significant: the 95%% intervals do not overlap, so %s is %s than %s here"
+               % (labels["candidate"], "faster" if r["ratio"] > 1 else "slower", labels["baseline"])
+               if r["significant"] else
+               "not significant at 95%: the intervals overlap, so these runs do not show a difference")
+    return "%s, tok/s %s vs %s (mean [95%% interval] of %d and %d runs): %s." % (
+        head, _ci(c), _ci(b), c["n"], b["n"], verdict)
+
+
 def significance_lines(ratios, labels):
     """In words, per level measured with repeats on both sides: whether the tok/s ratio is
-    significant, i.e. the two 95% intervals do not overlap."""
-    out = []
-    for r in ratios or []:
-        if r.get("significant") is None:
-            continue
-        b, c = r["baseline_ci"], r["candidate_ci"]
-        verdict = ("significant: the 95%% intervals do not overlap, so %s is %s than %s here"
-                   % (labels["candidate"], "faster" if r["ratio"] > 1 else "slower", labels["baseline"])
-                   if r["significant"] else
-                   "not significant: the 95% intervals overlap, so these runs do not show a difference")
-        out.append("- concurrency %s: %s/%s %s, tok/s %s vs %s (mean [95%% interval] of %d and %d runs): %s."
-                   % (level_name(level_key(r)), labels["candidate"], labels["baseline"], _ratio(r["ratio"]),
-                      _ci(c), _ci(b), c["n"], b["n"], verdict))
-    return out
+    significant (significance_line); levels measured once are left out."""
+    return [significance_line(r, labels) for r in ratios or [] if r.get("significant") is not None]
+
+
+def versus_lines(reference, summary, labels):
+    """In words, one variant's side SUMMARY against the REFERENCE's (merge.side_summary):
+    a sentence per level present on both; one sentence when no level has intervals on both
+    sides (every run of each level measured once)."""
+    rows = level_ratios(reference, summary)
+    if not rows:
+        return []
+    if all(r.get("significant") is None for r in rows):
+        return ["- %s/%s: %s (repeats: 1), so no level's speed-up is tested." % (
+            labels["candidate"], labels["baseline"], ONE_RUN)]
+    return [significance_line(r, labels) for r in rows]
 
 
 def _q(row, name):

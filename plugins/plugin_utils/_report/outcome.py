@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as _gates
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 DASH = "-"
@@ -26,6 +27,10 @@ SERVER_LOST = "unknown (host lost)"
 SERVER_BASE = "base server (not touched)"
 SERVER_EAGLE = "EAGLE-3 server"
 SERVER_MAYBE_NONE = "maybe none: the base server may be torn down; run swap_to_base.yml"
+SERVER_RESTORED = "base server (restored, ready in %s s)"
+SERVER_NOT_RESTORED = "maybe none: restoring the base server failed (%s); run swap_to_base.yml"
+# Where the EAGLE-3 step may have stopped the base server: a rollback relaunches it.
+ROLLBACK_FROM = (SERVER_MAYBE_NONE, SERVER_EAGLE)
 
 NO_RESULT = "NO RESULT, the host left the play before recording an outcome (see above)"
 
@@ -64,7 +69,7 @@ def server_left(failure: Mapping[str, Any], drafter_check: Any = None, server: A
     """Which server a host runs after swap_to_eagle.yml failed on it.
 
     FAILURE is the failure's record (its `stage`, recorded before the failure: start,
-    baseline, eagle, eagle_benchmark; and `unreachable`), DRAFTER_CHECK the eagle_drafter
+    baseline, eagle, eagle_benchmark, gates; and `unreachable`), DRAFTER_CHECK the eagle_drafter
     role's registered drafter check (None when it never ran), SERVER the server's result fact
     (sglang_server_result or vllm_server_result: the playbooks' fleet_server). Until the
     drafter check has passed nothing was stopped; after it, the base server may be gone.
@@ -76,7 +81,7 @@ def server_left(failure: Mapping[str, Any], drafter_check: Any = None, server: A
         return SERVER_BASE
     if stage == "eagle" and not _succeeded(drafter_check):
         return SERVER_BASE
-    if stage == "eagle_benchmark" and isinstance(server, Mapping) and server.get("speculative"):
+    if stage in ("eagle_benchmark", "gates") and isinstance(server, Mapping) and server.get("speculative"):
         return SERVER_EAGLE
     return SERVER_MAYBE_NONE
 
@@ -110,8 +115,7 @@ def swap_line(result: Mapping[str, Any]) -> str:
            num(result.get("accept_length"), 2), num(result.get("release_seconds"), 2),
            DASH if _absent(killed) else killed, num(result.get("eagle_ready_seconds"), 2),
            "kept running" if _absent(base_ready) else "ready in %s s" % num(base_ready, 2))
-        + ("; " + wl.RANDOM_LINE if wl.random_acceptance(result.get("workload"), result.get("accept_length"))
-           else ""))
+        + wl.random_suffix(result.get("workload"), result.get("accept_length")))
 
 
 def _with_line(record: dict) -> dict:
@@ -158,14 +162,16 @@ def teardown_line(host: str, teardown: Mapping[str, Any], instance: str) -> str:
 
 def bench_line(host: str, url: str, run: Any = None, error: Any = None) -> str:
     """benchmark.yml's line for a host: its figures (RUN, the llm_benchmark result) or,
-    with ERROR (the failed task's message), the failure."""
+    with ERROR (the failed task's message), the failure. An acceptance length measured on
+    random prompts carries the reports' warning."""
     if error is not None or not isinstance(run, Mapping):
         return "%s: FAILED, %s: %s" % (host, url, _text(error if error is not None else "failed"))
     summary = run.get("summary") or {}
     return ("%s: ok, %s: single-stream %s tok/s, peak %s tok/s at %s, accept length %s, %s failed requests"
             % (host, url, num(summary.get("single_stream_tok_s")), num(summary.get("peak_tok_s")),
                summary.get("peak_concurrency"), num(summary.get("accept_length"), 2),
-               summary.get("failed")))
+               summary.get("failed"))
+            + wl.random_suffix(wl.describe(run), summary.get("accept_length")))
 
 
 def engine_settings(name: Any, host: Any = "", port: Any = "", instance: Any = "") -> dict:
@@ -222,7 +228,7 @@ def _get(data: Any, *keys: str) -> Any:
 
 
 def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, server: Any = None,
-                teardown: Any = None) -> dict:
+                teardown: Any = None, gates: Any = None) -> dict:
     """swap_to_eagle.yml's record of a host that completed, with its line: RUNS holds the llm_benchmark
     results (`baseline`, absent without swap_baseline, and `candidate`), BASE_SERVER the
     server's result fact (fleet_server) of the baseline step, SERVER the EAGLE-3 server's, TEARDOWN
@@ -239,14 +245,58 @@ def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, ser
         "release_seconds": _get(teardown, "release_seconds"),
         "killed": _get(teardown, "killed"),
         "workload": wl.describe(_get(runs, "candidate")),
+        "gates": list(gates or []),
     })
 
 
-def swap_failure(failure: Mapping[str, Any], drafter_check: Any = None, server: Any = None) -> dict:
+def swap_gates(runs: Any, gates: Any) -> list:
+    """swap_to_eagle.yml's gates: GATES (an experiment file's gates) checked on the EAGLE-3 run
+    (RUNS.candidate) against the base server's (RUNS.baseline), each with its `line`. With RUNS
+    null the gates are only checked for bad input (before anything runs). ValueError names the
+    bad key (swap_gates.KEY) and what to change."""
+    gates = gates or {}
+    if not isinstance(gates, Mapping):
+        raise ValueError("swap_gates must be a mapping of gates (%s), not %r" % (", ".join(_gates.GATE_NAMES), gates))
+    for name in gates:
+        if name not in _gates.GATE_NAMES:
+            raise ValueError("swap_gates.%s: unknown gate; the gates: %s" % (name, ", ".join(_gates.GATE_NAMES)))
+    for path, why in _gates.problems(gates):
+        raise ValueError("swap_gates.%s: %s" % (".".join(str(p) for p in path), why))
+    if runs is None:
+        return []
+    candidate = {"outcome": "ok", "speculative": True, "bench": _get(runs, "candidate")}
+    baseline = {"outcome": "ok", "bench": _get(runs, "baseline")}
+    out = []
+    for entry in _gates.evaluate(candidate, baseline, dict(gates), reference_name="the base server"):
+        entry = dict(entry)
+        entry["line"] = _gates.entry_text(entry)
+        out.append(entry)
+    return out
+
+
+def swap_failure(failure: Mapping[str, Any], drafter_check: Any = None, server: Any = None,
+                 gates: Any = None) -> dict:
     """swap_to_eagle.yml's record of a failed host: FAILURE (the _fleet role's fleet_failure)
-    with the server left on the host (server_left) and the host's line."""
+    with the server left on the host (server_left), whether restoring the base server is
+    needed (`rollback_needed`), the gates when they were checked, and the host's line."""
     record = dict(failure)
     record["server_left"] = server_left(failure, drafter_check, server)
+    record["rollback_needed"] = record["server_left"] in ROLLBACK_FROM
+    record["gates"] = list(gates or [])
+    return _with_line(record)
+
+
+def swap_rolled_back(result: Mapping[str, Any], server: Any = None, error: Any = None) -> dict:
+    """RESULT (a failed host's record) after the base server was relaunched: SERVER its result
+    fact (ready, health proved by the wait), or ERROR why the relaunch failed."""
+    record = dict(result)
+    record["rollback_needed"] = False
+    if error:
+        record["rolled_back"] = False
+        record["server_left"] = SERVER_NOT_RESTORED % _text(error)
+    else:
+        record["rolled_back"] = True
+        record["server_left"] = SERVER_RESTORED % num(_get(server, "ready_seconds"), 2)
     return _with_line(record)
 
 

@@ -9,7 +9,9 @@ Per category, one level is compared, the same on every side: the lowest closed-l
 concurrency at which every side has per-category figures (at concurrency 1 a request has the
 server to itself, so its TPOT is the speculative drafter's own speed). Acceptance is pooled
 over all levels: the category's output tokens over its verify steps (tokens / accept_length
-per level), which is what one pass over every level's requests measures.
+per level), which is what one pass over every level's requests measures. tok/s per category
+exists only where llm_benchmark ran each category's own pass (category_passes); its ratio is
+the variant's tok/s over the reference's in the same category.
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ def is_random(info):
 def random_acceptance(info, accept_length):
     """Whether an acceptance length ACCEPT_LENGTH was measured on random prompts (INFO)."""
     return accept_length is not None and is_random(info)
+
+
+def random_suffix(info, accept_length):
+    """What a playbook's host line appends: "; " and RANDOM_LINE when ACCEPT_LENGTH was
+    measured on random prompts (INFO, the result's workload), else nothing."""
+    return "; " + RANDOM_LINE if random_acceptance(info, accept_length) else ""
 
 
 def workload_text(info):
@@ -94,15 +102,31 @@ def common_level(sides):
     return min(common) if common else None
 
 
+def _accept_tokens(fig):
+    """The output tokens an acceptance length of a category's figures FIG was measured over:
+    its own pass's (every request the counters saw) where it came from there."""
+    if str(fig.get("accept_source") or "").startswith("pass_"):
+        return (fig.get("own_pass") or {}).get("level_output_tokens")
+    return fig.get("output_tokens")
+
+
 def pooled_accept(levels, category):
     """Tokens over verify steps of CATEGORY over every level that has its acceptance."""
     tokens = steps = 0.0
     for lv in levels or []:
         fig = ((lv or {}).get("categories") or {}).get(category) or {}
-        if fig.get("accept_length") and fig.get("output_tokens"):
-            tokens += fig["output_tokens"]
-            steps += fig["output_tokens"] / float(fig["accept_length"])
+        weight = _accept_tokens(fig)
+        if fig.get("accept_length") and weight:
+            tokens += weight
+            steps += weight / float(fig["accept_length"])
     return round(tokens / steps, 3) if steps else None
+
+
+def accept_sources(levels, category):
+    """The sources (llm_benchmark's categories[].accept_source) of CATEGORY's acceptance over all levels."""
+    return sorted({str(fig["accept_source"]) for fig in
+                   (((lv or {}).get("categories") or {}).get(category) or {} for lv in levels or [])
+                   if fig.get("accept_source")})
 
 
 def _p50(fig, key):
@@ -121,6 +145,9 @@ def category_figures(levels, concurrency):
             "ttft_p50_ms": _p50(fig, "ttft_ms"), "tpot_p50_ms": _p50(fig, "tpot_ms"),
             "e2e_p50_ms": _p50(fig, "latency_ms"),
             "accept_length": pooled_accept(levels, category),
+            "accept_sources": accept_sources(levels, category),
+            # Measured only by the category's own pass (llm_benchmark category_passes).
+            "output_tok_s": fig.get("output_tok_s") if fig.get("output_tok_s_source") == "pass" else None,
         }
     return out
 
@@ -129,6 +156,12 @@ def speedup(fig, ref):
     """The reference's TPOT p50 over FIG's: above 1, FIG generates each token faster."""
     a, b = (fig or {}).get("tpot_p50_ms"), (ref or {}).get("tpot_p50_ms")
     return round(b / a, 3) if a and b else None
+
+
+def tok_s_ratio(fig, ref):
+    """FIG's tok/s of its category's own pass over the reference's (above 1: more tok/s)."""
+    a, b = (fig or {}).get("output_tok_s"), (ref or {}).get("output_tok_s")
+    return round(a / b, 3) if a and b else None
 
 
 def categories(named, reference):
@@ -142,6 +175,7 @@ def categories(named, reference):
     for label, by_cat in figs.items():
         for category, fig in by_cat.items():
             fig["speedup"] = speedup(fig, ref.get(category)) if label != reference else None
+            fig["tok_s_ratio"] = tok_s_ratio(fig, ref.get(category)) if label != reference else None
     return {"concurrency": conc, "reference": reference, "variants": figs}
 
 
@@ -149,33 +183,60 @@ def _num(x, digits=1):
     return DASH if x is None else "%.*f" % (digits, x)
 
 
+def _x(value):
+    return DASH if value is None else "%.2fx" % value
+
+
 def category_table(table, titles=None):
     """Markdown lines of a `categories` result: one row per category, for each variant its
-    accept length and TTFT / TPOT p50, and the TPOT speed-up against the reference. TITLES
-    maps a variant's key to the name shown (default: the key)."""
+    accept length and TTFT / TPOT p50, and the TPOT speed-up against the reference; with tok/s
+    of the categories' own passes, each variant's tok/s and its ratio to the reference's.
+    TITLES maps a variant's key to the name shown (default: the key)."""
     if not table:
         return []
     labels, ref = list(table["variants"]), table["reference"]
     titles = titles or {}
     others = [n for n in labels if n != ref]
     cats = sorted({c for by in table["variants"].values() for c in by})
+    figs = [f for by in table["variants"].values() for f in by.values()]
+    passes = any(f.get("output_tok_s") is not None for f in figs)
     head = "| category | requests |" + "".join(" %s accept len |" % titles.get(n, n) for n in labels) \
         + "".join(" %s TTFT / TPOT p50 (ms) |" % titles.get(n, n) for n in labels) \
         + "".join(" %s speed-up |" % titles.get(n, n) for n in others)
-    sep = "| --- | ---: |" + " ---: |" * (2 * len(labels) + len(others))
-    out = ["Per category at concurrency %d (acceptance: over all levels). Speed-up: %s's TPOT p50 over the "
-           "variant's, in the same category (above 1: faster per token); tok/s is not split by category, "
-           "since the categories share the server within a level." % (table["concurrency"], titles.get(ref, ref)), "", head, sep]
+    columns = 2 * len(labels) + len(others)
+    if passes:
+        head += "".join(" %s tok/s |" % titles.get(n, n) for n in labels) \
+            + "".join(" %s tok/s x %s |" % (titles.get(n, n), titles.get(ref, ref)) for n in others)
+        columns += len(labels) + len(others)
+    sep = "| --- | ---: |" + " ---: |" * columns
+    intro = ("Per category at concurrency %d (acceptance: over all levels). Speed-up: %s's TPOT p50 over the "
+             "variant's, in the same category (above 1: faster per token); " % (table["concurrency"], titles.get(ref, ref)))
+    if passes:
+        intro += ("tok/s: each category's own pass at that concurrency, its items alone (llm_benchmark "
+                  "category_passes), since the categories share the server within a level.")
+    else:
+        intro += "tok/s is not split by category, since the categories share the server within a level."
+    if any(src.startswith("pass_") for f in figs for src in f.get("accept_sources") or []):
+        intro += (" Acceptance marked * is from the server's counters around the category's own pass (the engine "
+                  "gives none per request).")
+    out = [intro, "", head, sep]
     for cat in cats:
         row = {n: table["variants"][n].get(cat) or {} for n in labels}
         # The reference's count; a variant without a result (a failed one) has no row.
         requests = next((row[n].get("requests") for n in [ref] + others
                          if n in row and row[n].get("requests") is not None), None)
         line = "| %s | %s |" % (cat, DASH if requests is None else requests)
-        line += "".join(" %s |" % _num(row[n].get("accept_length"), 2) for n in labels)
+        line += "".join(" %s%s |" % (_num(row[n].get("accept_length"), 2), _pass_mark(row[n])) for n in labels)
         line += "".join(" %s / %s |" % (_num(row[n].get("ttft_p50_ms")), _num(row[n].get("tpot_p50_ms")))
                         for n in labels)
-        line += "".join(" %s |" % (DASH if row[n].get("speedup") is None else "%.2fx" % row[n]["speedup"])
-                        for n in others)
+        line += "".join(" %s |" % _x(row[n].get("speedup")) for n in others)
+        if passes:
+            line += "".join(" %s |" % _num(row[n].get("output_tok_s")) for n in labels)
+            line += "".join(" %s |" % _x(row[n].get("tok_s_ratio")) for n in others)
         out.append(line)
     return out
+
+
+def _pass_mark(fig):
+    return "*" if fig.get("accept_length") is not None and any(
+        src.startswith("pass_") for src in fig.get("accept_sources") or []) else ""

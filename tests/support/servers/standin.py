@@ -3,7 +3,18 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The stand-in SGLang/vLLM server of the tests and bench/ (stdlib only, loopback only).
+"""The stand-in server of the tests and bench/ (stdlib only, loopback only).
+
+Why it exists beside the simulator (sim/, which imitates SGLang 0.5.23 and vLLM 0.33.0 from
+their wheels and is what every test of an engine's behaviour starts): it does what the
+simulator cannot, on purpose. Its streams follow an exact schedule, so a benchmark's
+throughput and latency arithmetic has a known answer (expected_tok_s), and it reports its own
+view of them (/stats, /window); it injects faults on demand (every Nth request fails, early
+stops, odd chunk sizes, a context-length refusal, a /health that hangs); and its start-up
+(--log, SGLang's log lines only) stops where the test says (--hold) and crashes at a chosen
+phase with a chosen cause, so server_wait's latency tests measure instead of sleeping. Its
+/metrics carry only the counters the benchmark reads, under SGLang's or vLLM's names
+(--flavor), with no version of their own.
 
 One OpenAI-compatible HTTP server, configured by its options; two ways to start it:
 
@@ -20,8 +31,8 @@ for ITL tests). Seeded by --seed and the POST number.
 
     python standin.py --port 0 --rate 50 --ttft 0.05 --tokens-per-chunk 3 --flavor sglang --spec --fail-every 5
 
-A start-up first (--log FILE; server_wait's tests): writes the start-up log lines of the
-real servers (phases a --step apart), refuses connections until its "weights are loaded",
+A start-up first (--log FILE; server_wait's tests): writes SGLang 0.5.23's start-up log
+lines (phases a --step apart), refuses connections until its "weights are loaded",
 answers /health 503 during warm-up (--warmup) and 200 after, and can crash with a chosen
 cause (--crash, --crash-at). --hold FILE stops it before turning ready (or crashing) until
 the test creates FILE; --port-file/--pidfile say where it runs; SIGTERM's default action
@@ -361,13 +372,8 @@ class Startup:
 
     # --- output ------------------------------------------------------------
     def log(self, text, rank=None):
-        now = datetime.datetime.now()
-        if self.args.flavor == "vllm":
-            line = text.replace("{ts}", now.strftime("%m-%d %H:%M:%S"))
-        else:
-            where = now.strftime("%Y-%m-%d %H:%M:%S") + (" TP%d" % rank if rank is not None else "")
-            line = "[%s] %s" % (where, text)
-        self.log_file.write(line + "\n")
+        where = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S") + (" TP%d" % rank if rank is not None else "")
+        self.log_file.write("[%s] %s\n" % (where, text))
 
     def raw(self, text):
         self.log_file.write(text + "\n")
@@ -499,38 +505,6 @@ class Startup:
         self.state.turn_ready()
         self.log("The server is fired up and ready to roll!")
 
-    def run_vllm(self):
-        pid = os.getpid()
-        model = self.args.model
-        core = "(EngineCore_DP0 pid=%d) INFO {ts} " % pid
-        api = "(APIServer pid=%d) INFO {ts} " % pid
-        self.log(api + "[api_server.py:1896] vLLM API server version 0.11.0")
-        self.log(api + "[utils.py:233] non-default args: {'model': '%s', 'port': %d, 'api_key': [%r]}"
-                 % (model, self.port, self.args.api_key))
-        self.log(core + "[core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: model='%s'" % model)
-        self.log(core + "[gpu_model_runner.py:2602] Starting to load model %s..." % model)
-        if self.crash_here("load"):
-            self.crash()
-        self.step()
-        self.log(core + "[default_loader.py:267] Loading weights took 0.52 seconds")
-        self.log(core + "[gpu_model_runner.py:2653] Model loading took 12.66 GiB and 0.61 seconds")
-        if self.crash_here("kv"):
-            self.crash()
-        self.log(core + "[kv_cache_utils.py:1087] GPU KV cache size: 425,424 tokens")
-        self.raw("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|####| 67/67 [00:04<00:00, 15.18it/s]")
-        if self.crash_here("graph"):
-            self.crash()
-        self.step()
-        self.log(core + "[gpu_model_runner.py:3480] Graph capturing finished in 7 secs, took 0.95 GiB")
-        self.log(core + "[core.py:210] init engine (profile, create kv cache, warmup model) took 25.99 seconds")
-        self.listen()
-        self.log(api + "[entry.py:139] Starting vLLM server on http://127.0.0.1:%d" % self.port)  # vLLM 0.33.0
-        self.log(api.replace("{ts} ", "") + "   Started server process [%d]" % pid)
-        self.log(api.replace("{ts} ", "") + "   Waiting for application startup.")
-        self.hold()
-        self.state.turn_ready()
-        self.log(api.replace("{ts} ", "") + "   Application startup complete.")
-
     def main(self):
         if self.args.pidfile:
             with open(self.args.pidfile, "w") as handle:
@@ -546,10 +520,7 @@ class Startup:
             with open(self.args.port_file + ".tmp", "w") as handle:
                 handle.write("%d\n" % self.port)
             os.rename(self.args.port_file + ".tmp", self.args.port_file)
-        if self.args.flavor == "vllm":
-            self.run_vllm()
-        else:
-            self.run_sglang()
+        self.run_sglang()
         while True:  # serve until SIGTERM (default action: exit)
             signal.pause()
 
@@ -595,6 +566,8 @@ def parse(argv=None):
     p.add_argument("--hold", help="before turning ready (or crashing), wait until this file exists")
     p.add_argument("--hang-health", action="store_true", help="/health never answers")
     args = p.parse_args(argv)
+    if args.log and args.flavor != "sglang":
+        p.error("--log writes SGLang's start-up only; for vLLM's, start the simulator (sim/bin/vllm serve)")
     if args.model is None:
         args.model = STARTUP_MODEL if args.log else SERVING_MODEL
     return args

@@ -40,6 +40,10 @@ class Workload:
         n = len(self.items)
         return [self.items[(start + i) % n] for i in range(count)]
 
+    def of_category(self, category: str) -> Workload:
+        """The sample's items of CATEGORY, in the sample's order (a pass of that category alone)."""
+        return Workload([item for item in self.items if item.category == category], self.info)
+
     def items_for(self, counted: int, warmup: int) -> list:
         """A level's items, warm-up first: the counted ones from the sample's start, the warm-up after them."""
         return self.take(counted, warmup) + self.take(0, counted)

@@ -1,42 +1,14 @@
-"""Request parsing and response shapes: OpenAI completions/chat and SGLang's /generate."""
-import itertools
+"""SGLang's response shapes (OpenAI completions/chat, its /generate and sglext) and its native
+/generate request; OpenAI request bodies are the core's (_simcore.prompts)."""
 import time
-import uuid
 
-from sglang._sim import text as textmod
-from sglang._sim.engine import Request
-
-_counter = itertools.count()
+from _simcore import prompts
+from _simcore import text as textmod
+from _simcore.prompts import BadRequest, usage  # noqa: F401 - the HTTP layer reads them here
 
 
-class BadRequest(ValueError):
-    pass
-
-
-def _content_text(content):
-    """A message's text: a string, or the text parts of a list of content parts."""
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
-
-
-def _prompt_of(kind, body):
-    """(prompt token count, seed material, prompt text or None for token ids) of a request body."""
-    if kind == "chat":
-        msgs = body.get("messages")
-        if not isinstance(msgs, list) or not msgs:
-            raise BadRequest("messages must be a non-empty list")
-        contents = [_content_text(m.get("content")) for m in msgs if isinstance(m, dict)]
-        return textmod.chat_prompt_tokens(contents), "".join(contents), "\n".join(contents)
-    if kind == "completion":
-        prompt = body.get("prompt")
-        if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
-            return len(prompt), repr(prompt), None
-        if isinstance(prompt, list):
-            prompt = "".join(map(str, prompt))
-        if not isinstance(prompt, str):
-            raise BadRequest("prompt must be a string or a list of token ids")
-        return textmod.prompt_tokens(prompt), prompt, prompt
+def _native_prompt(body):
+    """/generate's prompt (io_struct.py GenerateReqInput): input_ids or text."""
     if body.get("input_ids") is not None:
         ids = body["input_ids"]
         return len(ids), repr(ids), None
@@ -48,35 +20,12 @@ def _prompt_of(kind, body):
 
 def make_request(kind, body, sim_seed, eos_prob):
     """Build an engine Request from an OpenAI ('completion', 'chat') or native ('generate') body."""
-    prompt_tokens, material, prompt_text = _prompt_of(kind, body)
-    if kind == "generate":
-        sp = body.get("sampling_params") or {}
-        max_new = sp.get("max_new_tokens", 128)
-        ignore_eos = bool(sp.get("ignore_eos", False))
-        seed = sp.get("sampling_seed")
-        temperature = sp.get("temperature", 1.0)
-    else:
-        max_new = body.get("max_completion_tokens") or body.get("max_tokens") or (
-            16 if kind == "completion" else 2048)
-        ignore_eos = bool(body.get("ignore_eos", False))
-        seed = body.get("seed")
-        temperature = body.get("temperature", 1.0)
-    if not isinstance(max_new, int) or max_new < 0:
-        raise BadRequest("max_tokens must be a non-negative integer")
-    rid = uuid.uuid4().hex
-    # Same server seed, prompt and request seed -> the same EOS and acceptance draws.
-    material = "%s|%s|%s" % (sim_seed, seed if seed is not None else "", material)
-    if seed is None and temperature:
-        material += "|%d" % next(_counter)  # sampling without a seed: each request differs
-    return Request(rid, prompt_tokens, max(max_new, 1), ignore_eos, material, eos_prob,
-                   accept_score=textmod.predictability(prompt_text))
-
-
-def usage(req, completion_tokens=None):
-    """A usage object; completion_tokens: the running count of a stream chunk (default: now)."""
-    done = req.completion_tokens if completion_tokens is None else completion_tokens
-    return {"prompt_tokens": req.prompt_tokens, "total_tokens": req.prompt_tokens + done,
-            "completion_tokens": done, "prompt_tokens_details": None}
+    if kind != "generate":
+        return prompts.make_request(kind, body, sim_seed, eos_prob)
+    sp = body.get("sampling_params") or {}
+    return prompts.new_request(_native_prompt(body), sp.get("max_new_tokens", 128),
+                               bool(sp.get("ignore_eos", False)), sp.get("sampling_seed"),
+                               sp.get("temperature", 1.0), sim_seed, eos_prob)
 
 
 def openai_chunk(kind, req, model, text, finish, first):

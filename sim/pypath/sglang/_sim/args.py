@@ -22,7 +22,7 @@ SIM_VALUES = {
     "graph_seconds": (float, None, "CUDA graph capture"),
     "warmup_seconds": (float, None, "warm-up after uvicorn listens"),
     "accept_length": (float, 2.6, "EAGLE mean accepted tokens per verify step on prose or token ids "
-                      "(more on code and structured text: _sim/text.py)"),
+                      "(more on code and structured text: _simcore/text.py)"),
     "seed": (int, 0, "seed for EOS and acceptance draws"),
     "eos_prob": (float, 0.004, "chance of an EOS per token without ignore_eos"),
     "drain_seconds": (float, 8.0, "longest SIGTERM drain"),

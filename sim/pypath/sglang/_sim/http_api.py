@@ -6,23 +6,14 @@ as uvicorn/FastAPI send them. One handler thread a connection; tokens come from 
 import json
 import queue
 import time
-from http.server import ThreadingHTTPServer
 
-from sglang._sim import api, http_base, logs, metrics
+from _simcore import http_base
+
+from sglang._sim import api, logs, metrics
 
 HEALTH_TIMEOUT_S = 20.0  # HEALTH_CHECK_TIMEOUT: health_generate waits this long for one token
 # Always open, key or not (sglang/srt/utils/auth.py decide_request_auth).
 OPEN_PREFIXES = ("/health", "/ready", "/metrics")
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True  # uvicorn sets SO_REUSEADDR too
-    request_queue_size = 1024
-
-    def __init__(self, address, app):
-        self.app = app
-        super().__init__(address, Handler, bind_and_activate=False)
 
 
 class Handler(http_base.UvicornHandler):
@@ -31,8 +22,7 @@ class Handler(http_base.UvicornHandler):
         logs.uvicorn(line)
 
     def _body(self):
-        n = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        raw = self._read_body()
         try:
             return json.loads(raw or b"{}")
         except ValueError:
@@ -42,12 +32,9 @@ class Handler(http_base.UvicornHandler):
         key = self.server.app.args.api_key
         if not key or self.path.startswith(OPEN_PREFIXES):
             return True
-        parts = (self.headers.get("Authorization") or "").split(" ", 1)
-        if len(parts) == 2 and parts[0].lower() == "bearer" and parts[1] == key:
+        if self._bearer() == key:
             return True
-        self.close_connection = True  # the unread body must not be taken for a request
-        self._json(401, {"error": "Unauthorized"})
-        return False
+        return self._unauthorized()
 
     # --- routing --------------------------------------------------------------------
     def do_GET(self):
@@ -150,15 +137,9 @@ class Handler(http_base.UvicornHandler):
         self._json(200, api.openai_full(kind, req, app.args.served_model_name, text,
                                         self._spec_details(kind, req, body)))
 
-    def _chunk(self, data):
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-
     def _stream(self, kind, req, body, started):
         app = self.server.app
-        self.send_response_only(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
+        self._stream_start()
         model = app.args.served_model_name
         opts = body.get("stream_options") or {}
         include_usage = bool(opts.get("include_usage"))
@@ -176,13 +157,15 @@ class Handler(http_base.UvicornHandler):
                 obj = api.openai_chunk(kind, req, model, text, req.finish_reason if finished else None, first)
                 if continuous:
                     obj["usage"] = api.usage(req, count)
-            self._chunk(b"data: " + http_base.dumps(obj) + b"\n\n")
+            self._sse(obj)
             first = False
         details = self._spec_details(kind, req, body)
         if details is not None:
-            self._chunk(b"data: " + http_base.dumps(api.openai_sglext_chunk(kind, req, model, details)) + b"\n\n")
+            self._sse(api.openai_sglext_chunk(kind, req, model, details))
         if include_usage and kind != "generate":
-            self._chunk(b"data: " + http_base.dumps(api.openai_usage_chunk(kind, req, model)) + b"\n\n")
-        self._chunk(b"data: [DONE]\n\n")
-        self.wfile.write(b"0\r\n\r\n")
-        self._access(200)
+            self._sse(api.openai_usage_chunk(kind, req, model))
+        self._stream_end()
+
+
+class Server(http_base.Server):
+    handler = Handler

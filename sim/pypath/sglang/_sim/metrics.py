@@ -4,9 +4,9 @@ Names, help texts and labels as sglang/srt/observability/metrics_collector.py de
 the tokenizer's counters carry model_name and engine_type ("unified" outside PD
 disaggregation), the token and request counters also is_streaming; the scheduler's gauges
 carry model_name, engine_type, tp_rank, pp_rank, moe_ep_rank (one series per TP rank).
-Written as prometheus_client's multiprocess registry writes them (sglang._sim.prom).
+Written as prometheus_client's multiprocess registry writes them (_simcore.prom).
 """
-from sglang._sim.prom import Exposition
+from _simcore.prom import Exposition
 
 
 def render(stats, model_name, draft_tokens, tp_size=1):

@@ -12,10 +12,13 @@ import threading
 import time
 import traceback
 
+from _simcore import engine as enginemod
+from _simcore import gpus, models, perf
+
 from sglang._sim import args as argsmod
-from sglang._sim import engine as enginemod
-from sglang._sim import gpus, http_api, logs, models, perf, ports, serverargs, warmup
+from sglang._sim import http_api, logs, ports, serverargs, warmup
 from sglang._sim.app import App
+from sglang._sim.batchlog import BatchLog
 from sglang._sim.workers import Workers
 
 DRAFT_OVERHEAD_MIB = 2048  # drafter KV cache and its CUDA graphs, per rank
@@ -57,7 +60,7 @@ def main(argv, entry="launch_server"):
 
 
 def _worker_conf(args, target, draft, gpu_ids):
-    phases = {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}
+    phases = models.phase_seconds(args)
     return {"parent_pid": os.getpid(), "tp_size": args.tp_size, "dp_size": args.dp_size, "gpu_ids": gpu_ids,
             "mem_fraction_static": args.mem_fraction_static, "target": target, "draft": draft,
             "phases": phases, "orphan_workers": args.sim_orphan_workers,
@@ -72,7 +75,8 @@ def _engine(args, max_total_tokens):
     steps = args.speculative_num_steps if args.speculative_algorithm else 0
     model = perf.calibrate(args.sim_single_stream_tps, args.sim_peak_tps, args.sim_peak_concurrency,
                            steps or 0, args.speculative_num_draft_tokens or 1)
-    eng = enginemod.Engine(model, args.max_running_requests, args.sim_accept_length, max_total_tokens)
+    eng = enginemod.Engine(model, args.max_running_requests, args.sim_accept_length, max_total_tokens,
+                           BatchLog())
     eng.start()
     return eng
 

@@ -4,10 +4,11 @@ import threading
 import time
 import traceback
 
-from sglang._sim import gpus, logs, models, procs, torcherrors
+from _simcore import gpus, models, procs, torcherrors
+
+from sglang._sim import logs
 
 GIB_PER_MIB = 1.0 / 1024
-KV_BYTES_PER_TOKEN_PER_LAYER = 576 * 2  # MLA: kv_lora_rank 512 + rope 64, bf16
 
 
 def _common_start(title, conf):
@@ -133,7 +134,7 @@ def _start(rank, conf, barrier, log):
     if total and kv_mib <= 0:
         raise RuntimeError("Not enough memory. Please try to increase --mem-fraction-static.")
     time.sleep(ph["kv"])
-    per_token = KV_BYTES_PER_TOKEN_PER_LAYER * max(target.num_layers, 1)
+    per_token = models.KV_BYTES_PER_TOKEN_PER_LAYER * max(target.num_layers, 1)
     tokens = int(kv_mib * (1 << 20) / per_token) if total else 1 << 20
     # mem_cache/memory_pool.py _finalize_allocation_log
     log.info("KV Cache is allocated. dtype: torch.bfloat16, #tokens: %d, KV size: %.2f GB",

@@ -4,9 +4,10 @@ As in SGLang: multiprocessing "spawn", one scheduler a TP rank and one detokeniz
 reporting over a pipe. Ending the tree is SIGKILL to each child we started (by its PID),
 unless --sim-orphan-workers, which leaves them behind like the known orphan bug.
 """
-import multiprocessing as mp
 import threading
 from multiprocessing.connection import wait
+
+from _simcore import procs
 
 from sglang._sim import worker
 
@@ -20,7 +21,6 @@ class Workers:
         self.args = args
         self.conf = conf
         self.log = log
-        self.ctx = mp.get_context("spawn")
         self.procs = []  # (name, Process, our end of its pipe)
         self._ending = threading.Event()
 
@@ -35,10 +35,7 @@ class Workers:
                 self._spawn("tokenizer_worker_%d" % index, worker.run_tokenizer_worker, (self.conf,))
 
     def _spawn(self, name, target, args):
-        ours, theirs = self.ctx.Pipe()
-        proc = self.ctx.Process(target=target, args=args + (theirs,), name=name, daemon=False)
-        proc.start()
-        theirs.close()
+        proc, ours = procs.spawn(target, args, name)
         self.procs.append((name, proc, ours))
 
     def wait_ready(self):

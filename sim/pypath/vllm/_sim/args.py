@@ -28,7 +28,7 @@ SIM_VALUES = {
     # real: VLLM_WATCHDOG_TIME_S = 5.0, entrypoints/launchers/launcher.py
     "watchdog_seconds": (float, 5.0, "how long after the engine died the API server exits"),
     "accept_length": (float, 2.6, "EAGLE-3 mean accepted tokens per verify step (1 + accepted/drafts) on prose "
-                      "or token ids (more on code and structured text: sglang/_sim/text.py)"),
+                      "or token ids (more on code and structured text: _simcore/text.py)"),
     "seed": (int, 0, "seed for EOS and acceptance draws"),
     "eos_prob": (float, 0.004, "chance of an EOS per token without ignore_eos"),
     "single_stream_tps": (float, 82.5, "calibration: tok/s at concurrency 1 (seed: vLLM, Kimi-K2.5 TP8)"),

@@ -12,13 +12,12 @@ Normal mode: EngineCore dies with the API server and workers with EngineCore (th
 watch a death pipe; here PR_SET_PDEATHSIG). --sim-survivors leaves both behind with their
 GPU memory when the API server is SIGKILLed, the trap of vllm issues 55510 and 34643.
 """
-import multiprocessing as mp
 import os
 import signal
 import time
 import traceback
 
-from sglang._sim import gpus, procs, torcherrors  # the SGLang simulator's GPU holding and process plumbing
+from _simcore import gpus, models, procs, torcherrors
 
 from vllm import __version__
 from vllm._sim import logs
@@ -28,7 +27,6 @@ GIB = 1024.0  # MiB a GiB
 # (%d: num_reqs, min(max_num_seqs, max_num_batched_tokens)); tests/sim/test_vllm_sim.py reads the wheel's.
 SAMPLER_WARMUP_OOM = ("CUDA out of memory occurred when warming up sampler with %d dummy requests. Please try "
                       "lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")
-KV_BYTES_PER_TOKEN_PER_LAYER = 576 * 2  # MLA latent (512 + 64) in bf16, as the SGLang simulator
 
 
 def title(name):
@@ -82,7 +80,7 @@ def load_and_hold(rank, conf):
     kv = requested - weights - 1024  # activations and CUDA graphs take about 1 GiB
     if first:
         logs.info("gpu_worker.py:773", "Available KV cache memory: %s GiB", _gib(kv))
-    tokens = int(max(kv, 0) * (1 << 20) / (KV_BYTES_PER_TOKEN_PER_LAYER * max(conf["num_layers"], 1)))
+    tokens = int(max(kv, 0) * (1 << 20) / (models.KV_BYTES_PER_TOKEN_PER_LAYER * max(conf["num_layers"], 1)))
     return holder, {"kv_tokens": tokens if mem else 1 << 20}
 
 
@@ -136,14 +134,9 @@ def run_engine_core(conf, conn):
         if conf["tp"] == 1:  # UniProcExecutor: the model runs in this process
             keep, info = load_and_hold(0, conf)
         else:
-            ctx = mp.get_context("spawn")
             wconf = dict(conf, engine_pid=os.getpid())
             for rank in range(conf["tp"]):
-                ours, theirs = ctx.Pipe()
-                proc = ctx.Process(target=run_worker, args=(rank, wconf, theirs), name="VllmWorker-%d" % rank)
-                proc.start()
-                theirs.close()
-                workers.append((proc, ours))
+                workers.append(procs.spawn(run_worker, (rank, wconf), "VllmWorker-%d" % rank))
             infos = [_expect(c, "loaded") for _p, c in workers]
             info = infos[0]
         # vllm/v1/core/kv_cache_utils.py:1148, logged by EngineCore once the workers report memory

@@ -4,15 +4,14 @@ Routes: /health (vllm/entrypoints/serve/instrumentator/health.py: 200, 503 once 
 dead), /version, /v1/models (entrypoints/openai/models/serving.py, ModelCard owned_by "vllm"),
 /v1/completions and /v1/chat/completions (stream or not), /metrics (always on, metrics.py).
 The API key guards the paths under GUARDED_PREFIX only (entrypoints/serve/middleware/
-authenticate.py): 401 {"error": "Unauthorized"}. Requests and token pacing come from the
-SGLang simulator (sglang/_sim/api.py, engine.py).
+authenticate.py): 401 {"error": "Unauthorized"}. Requests, usage and token pacing come from
+the neutral core (_simcore/prompts.py, engine.py).
 """
 import json
 import time
 import uuid
-from http.server import ThreadingHTTPServer
 
-from sglang._sim import api, http_base
+from _simcore import http_base, prompts
 
 from vllm import __version__
 from vllm._sim import logs, metrics
@@ -20,21 +19,8 @@ from vllm._sim import logs, metrics
 GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere")  # authenticate.py
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 1024
-
-    def __init__(self, address, app):
-        self.app = app
-        super().__init__(address, Handler, bind_and_activate=False)
-
-
 def _usage(req, count=None):
-    done = req.completion_tokens if count is None else count
-    # vllm/entrypoints/openai/engine/protocol.py UsageInfo
-    return {"prompt_tokens": req.prompt_tokens, "total_tokens": req.prompt_tokens + done,
-            "completion_tokens": done, "prompt_tokens_details": None}
+    return prompts.usage(req, count)  # vllm/entrypoints/openai/engine/protocol.py UsageInfo
 
 
 class Handler(http_base.UvicornHandler):
@@ -45,12 +31,9 @@ class Handler(http_base.UvicornHandler):
         keys = self.server.app.args.api_keys
         if not keys or not path.startswith(GUARDED_PREFIX):
             return True
-        scheme, unused, param = (self.headers.get("Authorization") or "").partition(" ")
-        if scheme.lower() == "bearer" and param in keys:
+        if self._bearer() in keys:
             return True
-        self.close_connection = True
-        self._json(401, {"error": "Unauthorized"})
-        return False
+        return self._unauthorized()
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]
@@ -74,8 +57,7 @@ class Handler(http_base.UvicornHandler):
 
     def do_POST(self):
         path = self.path.split("?", 1)[0]
-        n = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        raw = self._read_body()
         if not self._authorized(path):
             return None
         kind = {"/v1/completions": "completion", "/v1/chat/completions": "chat"}.get(path)
@@ -88,22 +70,15 @@ class Handler(http_base.UvicornHandler):
                                               "request.", "type": "InternalServerError", "code": 500}})
         try:
             body = json.loads(raw or b"{}")
-            req = api.make_request(kind, body, app.args.sim_seed, app.args.sim_eos_prob)
-        except (ValueError, api.BadRequest) as exc:
+            req = prompts.make_request(kind, body, app.args.sim_seed, app.args.sim_eos_prob)
+        except (ValueError, prompts.BadRequest) as exc:
             return self._json(400, {"error": {"message": str(exc), "type": "BadRequestError",
                                               "param": None, "code": 400}})
         req.streaming = bool(body.get("stream"))
         req.rid = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex
         model = body.get("model") or app.args.served_names[0]
-        app.engine.submit(req)
-        try:
-            if req.streaming:
-                self._stream(kind, req, body, model)
-            else:
-                text = "".join(t for t, _c, _f in http_base.token_events(req))
-                self._json(200, self._full(kind, req, model, text))
-        except (BrokenPipeError, ConnectionResetError):
-            req.aborted = True
+        self._answer(app.engine, req, lambda: self._stream(kind, req, body, model),
+                     lambda text: self._full(kind, req, model, text))
         return None
 
     @staticmethod
@@ -121,18 +96,11 @@ class Handler(http_base.UvicornHandler):
         return {"id": req.rid, "object": obj, "created": int(time.time()), "model": model,
                 "choices": [choice], "usage": _usage(req)}
 
-    def _chunk(self, obj):
-        data = b"data: " + (obj if isinstance(obj, bytes) else http_base.dumps(obj)) + b"\n\n"
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-
     def _stream(self, kind, req, body, model):
         """SSE as vLLM's serving_completion.py / serving_chat.py send it: chunks without a usage
         key unless stream_options.include_usage (then a last chunk with "choices": [] and the
         usage) and continuous_usage_stats (then the running usage on every chunk)."""
-        self.send_response_only(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
+        self._stream_start()
         opts = body.get("stream_options") or {}
         include_usage, continuous = bool(opts.get("include_usage")), bool(opts.get("continuous_usage_stats"))
         obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
@@ -143,7 +111,7 @@ class Handler(http_base.UvicornHandler):
                  "finish_reason": None}]}
             if include_usage and continuous:
                 first["usage"] = _usage(req, 0)
-            self._chunk(first)
+            self._sse(first)
         for text, count, finished in http_base.token_events(req):
             finish = req.finish_reason if finished else None
             if kind == "chat":
@@ -156,10 +124,12 @@ class Handler(http_base.UvicornHandler):
             chunk = {"id": req.rid, "object": obj, "created": created, "model": model, "choices": [choice]}
             if include_usage and continuous:
                 chunk["usage"] = _usage(req, count)
-            self._chunk(chunk)
+            self._sse(chunk)
         if include_usage:
-            self._chunk({"id": req.rid, "object": obj, "created": created, "model": model, "choices": [],
-                         "usage": _usage(req)})
-        self._chunk(b"[DONE]")
-        self.wfile.write(b"0\r\n\r\n")
-        self._access(200)
+            self._sse({"id": req.rid, "object": obj, "created": created, "model": model, "choices": [],
+                       "usage": _usage(req)})
+        self._stream_end()
+
+
+class Server(http_base.Server):
+    handler = Handler

@@ -33,8 +33,6 @@ def setup(process_name):
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
-    # The reused SGLang engine loop logs SGLang's batch lines under "sglang.srt": not vLLM's.
-    logging.getLogger("sglang").setLevel(logging.WARNING)
     return logging.getLogger(LOGGER)
 
 

@@ -3,7 +3,7 @@
 Names, help texts and labels from vllm/v1/metrics/loggers.py (PrometheusStatLogger: labels
 model_name and engine, the engine index "0") and vllm/v1/spec_decode/metrics.py (the
 spec_decode counters, only with a speculative config), written as prometheus_client's
-default registry writes them (sglang._sim.prom: `_total` on the counter's TYPE line, a
+default registry writes them (_simcore.prom: `_total` on the counter's TYPE line, a
 `_created` gauge after each counter). vllm:request_success counts finished requests by
 finished_reason (loggers.py: one series for each FinishReason, vllm/v1/engine/__init__.py
 FINISH_REASON_STRINGS). Imitation: generation/prompt tokens grow when a request
@@ -11,7 +11,7 @@ finishes (real: every step); accepted tokens = verify-step tokens minus the bonu
 1 + accepted/drafts is the mean accept length (--sim-accept-length). The per-position
 counter (vllm:spec_decode_num_accepted_tokens_per_pos) is not simulated.
 """
-from sglang._sim.prom import Exposition
+from _simcore.prom import Exposition
 
 FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")  # FINISH_REASON_STRINGS
 

@@ -6,7 +6,6 @@
   -> serve until SIGTERM -> stop EngineCore (and its workers) -> exit 0.
 A failed start-up: the engine's traceback in the log, exit 1.
 """
-import multiprocessing as mp
 import os
 import signal
 import sys
@@ -15,8 +14,8 @@ import time
 import traceback
 from multiprocessing.connection import wait
 
-from sglang._sim import engine as tokens  # the SGLang simulator's batch loop, reused
-from sglang._sim import gpus, models, perf
+from _simcore import engine as tokens
+from _simcore import gpus, models, perf, procs
 
 from vllm import __version__
 from vllm._sim import args as argsmod
@@ -72,14 +71,10 @@ def main(argv):
             "num_layers": target.num_layers, "max_model_len": args.max_model_len or target.context_length,
             "survivors": args.sim_survivors, "fail_warmup": args.sim_fail_warmup,
             "max_num_seqs": args.max_num_seqs, "config_text": _config_text(args, target),
-            "phases": {k: getattr(args, "sim_%s_seconds" % k) for k in ("init", "load", "kv", "graph")}}
+            "phases": models.phase_seconds(args)}
     if not gpus.fake_root():
         logs.info("simulator", "FAKE_NVML_ROOT is not set: no GPU memory is held")  # the simulator's own
-    ctx = mp.get_context("spawn")
-    ours, theirs = ctx.Pipe()
-    proc = ctx.Process(target=engine_core.run_engine_core, args=(conf, theirs), name="EngineCore")
-    proc.start()
-    theirs.close()
+    proc, ours = procs.spawn(engine_core.run_engine_core, (conf,), "EngineCore")
     try:
         msg = ours.recv()
     except EOFError:

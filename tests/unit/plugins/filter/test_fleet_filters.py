@@ -15,6 +15,7 @@ from jinja2 import Environment
 from ansible_collections.gpufleet.serving.plugins.filter.fleet import FilterModule
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome as o
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 FILTER_DIR = pathlib.Path(__file__).resolve().parents[4] / "plugins" / "filter"
 
@@ -139,6 +140,23 @@ def test_bench_line():
     assert o.bench_line("h", "http://u", run) == \
         "h: ok, http://u: single-stream - tok/s, peak 10.0 tok/s at 4, accept length 1.50, 0 failed requests"
     assert o.bench_line("h", "http://u", error=" refused\n") == "h: FAILED, http://u: refused"
+
+
+@pytest.mark.parametrize("workload, accept, warned", [
+    (None, 2.1, True),  # a result without `workload` measured random prompts
+    ({"source": "random"}, 2.1, True),
+    ({"source": "builtin", "name": "mixed"}, 2.1, False),
+    ({"source": "random"}, None, False),  # no acceptance measured: nothing to warn about
+])
+def test_bench_line_warns_of_acceptance_on_random_prompts(workload, accept, warned):
+    summary = {"single_stream_tok_s": 9.0, "peak_tok_s": 10.0, "peak_concurrency": 1, "accept_length": accept,
+               "failed": 0}
+    run = {"levels": [{"concurrency": 1}], "summary": summary}
+    if workload is not None:
+        run["workload"] = workload
+    line = o.bench_line("h", "http://u", run)
+    assert line.startswith("h: ok, http://u: single-stream 9.0 tok/s")
+    assert line.endswith("; " + wl.RANDOM_LINE) is warned
 
 
 def test_launch_and_teardown_lines():
@@ -281,3 +299,66 @@ def test_every_filter_is_documented_in_its_sidecar():
         assert doc["DOCUMENTATION"]["name"] == name
         assert set(doc) == {"DOCUMENTATION", "EXAMPLES", "RETURN"}
         assert "gpufleet.serving." + name in doc["EXAMPLES"]
+
+
+# --- variants and experiments ------------------------------------------------------------
+
+def test_teardown_record_from_a_release_and_from_none():
+    release = {"gpus_selected": [0, 1], "gpus": [{"index": 0, "free": True}, {"index": 1, "free": False}, {"index": 2}],
+               "killed": [{"pid": 7}], "elapsed": 1.25}
+    assert o_teardown(release, "GPU 1 busy", "") == {
+        "verified": False, "stop_error": "", "gpus_selected": 2, "gpus_free": 1, "gpus_used": [1], "killed": 1,
+        "seconds": 1.25}
+    assert o_teardown({}, "", "stop failed") == {
+        "verified": True, "stop_error": "stop failed", "gpus_selected": 0, "gpus_free": 0, "gpus_used": [],
+        "killed": 0, "seconds": None}
+
+
+def o_teardown(release, halt, error):
+    return FilterModule().filters()["teardown_record"](release, halt, error)
+
+
+def test_experiment_plan_lines_mark_what_runs_and_what_is_recorded():
+    planned = [{"variant": "tp8", "engine": "sglang", "gpus": "all", "env": {}, "running": True,
+                "argv": ["/opt/sglang", "serve", "--model-path", "/m x"]},
+               {"variant": "ep8", "engine": "sglang", "gpus": [0, 1], "env": {"CUDA_VISIBLE_DEVICES": "0,1"},
+                "argv": ["/opt/sglang", "serve"]}]
+    lines = FilterModule().filters()["experiment_plan_lines"](
+        planned, "h1", {"name": "glm", "todo": {"h1": ["ep8"]}, "recorded": {"h1": ["tp8"]}})
+    assert lines == ["h1: 2 variant(s) of glm, 1 to run",
+                     "1. tp8 [skip, recorded] sglang on all GPUs; a server runs there now (it is torn down first)",
+                     "   /opt/sglang serve --model-path '/m x'",
+                     "2. ep8 [run] sglang on GPUs 0,1",
+                     "   /opt/sglang serve"]
+
+
+GATE_RUNS = {
+    "baseline": {"levels": [{"concurrency": 1, "output_tok_s": 50.0, "completed": 4, "failed": 0}]},
+    "candidate": {"levels": [{"concurrency": 1, "output_tok_s": 100.0, "completed": 4, "failed": 0}]},
+}
+
+
+def test_swap_gates_checks_the_names_before_anything_runs():
+    swap_gates = FilterModule().filters()["swap_gates"]
+    assert swap_gates(None, {"min_speedup": 1.5}) == []
+    with pytest.raises(AnsibleFilterError, match=r"swap_gates.min_accept: unknown gate; the gates: min_acceptance"):
+        swap_gates(None, {"min_accept": 2})
+    with pytest.raises(AnsibleFilterError, match=r"swap_gates.max_failed_requests: must be a whole number"):
+        swap_gates(None, {"max_failed_requests": -1})
+
+
+def test_swap_gates_on_the_eagle_run_against_the_base_run():
+    (speedup,) = FilterModule().filters()["swap_gates"](GATE_RUNS, {"min_speedup": 2.5})
+    assert (speedup["gate"], speedup["level"], speedup["value"], speedup["passed"]) == ("min_speedup", 1, 2.0, False)
+    assert speedup["line"].startswith("min_speedup at concurrency 1 value 2.0, limit 2.5 (output tok/s")
+
+
+def test_swap_rollback_needed_and_done():
+    record = o.swap_failure(failure("gates"), {"rc": 0}, {"speculative": True})
+    assert record["server_left"] == o.SERVER_EAGLE and record["rollback_needed"] is True
+    assert o.swap_failure(failure("baseline"))["rollback_needed"] is False
+    back = o.swap_rolled_back(record, {"ready_seconds": 4.372})
+    assert back["rolled_back"] is True and back["rollback_needed"] is False
+    assert back["line"].endswith("server left: base server (restored, ready in 4.37 s)")
+    failed = o.swap_rolled_back(record, None, "Launch: port busy")
+    assert failed["rolled_back"] is False and "restoring the base server failed (Launch: port busy)" in failed["line"]

@@ -4,7 +4,9 @@
 """A level's counted requests per workload category: counts, latencies, and acceptance from
 SGLang's per-request spec_tokens_details, checked against hand-computed figures."""
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories import by_category
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories import by_category, with_pass
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.items import Item
 
@@ -48,6 +50,32 @@ def test_no_categories_or_no_spec_details():
     assert by_category(records, None, warmup=0) is None
     got = by_category(records, [_item("a"), _item("a")], warmup=0)["a"]
     assert got["accept_length"] is None and got["accept_source"] is None and got["failed"] == 0
+
+
+PASS = {"requests": 8, "completed": 8, "failed": 0, "output_tok_s": 412.5, "level_output_tokens": 256,
+        "level_span_s": 0.62, "server_tok_s": 413.0, "server_ratio": 1.0, "ttft_ms": {"p50": 9.0},
+        "tpot_ms": {"p50": 2.0}, "accept_length": 3.1, "accept_source": "metrics", "errors": []}
+
+
+@pytest.mark.parametrize("mixed_accept, request_accept, accept, source", [
+    # vLLM: nothing per request, so the pass's counters give the category's acceptance.
+    (None, None, 3.1, "pass_metrics"),
+    # SGLang: the mixed level's per-request figure stays; the pass's own counters sit beside it.
+    (2.9, 3.05, 2.9, "request"),
+])
+def test_a_category_pass_gives_tok_s_and_names_each_figures_source(mixed_accept, request_accept, accept, source):
+    records = [_record(0.0, 0.1, 1.0, 12, verify=4 if mixed_accept else None)]
+    mixed = by_category(records, [_item("code")], warmup=0)["code"]
+    assert mixed["output_tok_s"] is None and mixed["output_tok_s_source"] is None
+    if mixed_accept:
+        mixed["accept_length"] = mixed_accept
+    per_request = {"accept_length": request_accept} if request_accept else None
+    got = with_pass(mixed, PASS, per_request)
+    assert (got["output_tok_s"], got["output_tok_s_source"]) == (412.5, "pass")
+    assert (got["accept_length"], got["accept_source"]) == (accept, source)
+    assert got["own_pass"]["accept_length"] == 3.1 and got["own_pass"]["request_accept_length"] == request_accept
+    assert "errors" not in got["own_pass"] and got["own_pass"]["server_tok_s"] == 413.0
+    assert got["ttft_ms"] == mixed["ttft_ms"]  # latencies stay the mixed level's
 
 
 def test_sglang_extension_chunk_gives_the_requests_spec_details():

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats import combine
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rc
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
@@ -137,6 +138,34 @@ def test_markdown_and_lines():
     assert lines[1] == ("h1 vllm: ok, single-stream 82.5 tok/s (1.30x), peak 1536.0 tok/s (0.65x), "
                         "accept length -; GPUs free after teardown: 8/8")
     assert lines[5].startswith("h2 vllm: FAILED at stage wait: Wait until ready")
+
+
+def runs(c, *tok_s):
+    """One level measured once per value of TOK_S (llm_benchmark's repeats)."""
+    return combine([lv(c, t, 100.0, 15.0, 15.0) for t in tok_s])
+
+
+def test_significance_in_words_per_variant_against_the_reference():
+    # sglang 63, 64, 65: mean 64, s 1, t(0.975, 2) 4.303: 64 +- 2.484 = [61.5, 66.5]
+    records = {"h1": [rec("sglang", runs(1, 63.0, 64.0, 65.0)),
+                      rec("vllm", runs(1, 80.0, 82.0, 84.0)),  # 82 +- 4.968: [77.0, 87.0]
+                      rec("sglang+eagle3", runs(1, 55.0, 65.0, 75.0))]}  # 65 +- 24.84: overlaps
+    md = rc.render(rc.compare(records))
+    assert "## h1: speed-up against sglang, significance" in md
+    words = [x for x in md.splitlines() if x.startswith("- concurrency 1: ")]
+    assert words == [
+        "- concurrency 1: vllm/sglang 1.28x, tok/s 82.0 [77.0, 87.0] vs 64.0 [61.5, 66.5] (mean [95% interval] "
+        "of 3 and 3 runs): significant: the 95% intervals do not overlap, so vllm is faster than sglang here.",
+        "- concurrency 1: sglang+eagle3/sglang 1.02x, tok/s 65.0 [40.2, 89.8] vs 64.0 [61.5, 66.5] (mean [95% "
+        "interval] of 3 and 3 runs): not significant at 95%: the intervals overlap, so these runs do not show "
+        "a difference."]
+
+
+def test_one_run_has_no_interval():
+    md = rc.render(rc.compare({"h1": H1}))
+    assert "- vllm/sglang: one run, no interval (repeats: 1), so no level's speed-up is tested." in md
+    assert "- vllm+eagle3/sglang: one run, no interval" in md
+    assert "significant" not in md
 
 
 def test_png_and_files(tmp_path):

@@ -134,7 +134,7 @@ def repeated(c, runs, accept=None):
 
 @pytest.mark.parametrize("candidate_runs, words", [
     ((95.0, 96.0, 97.0), "significant: the 95% intervals do not overlap, so eagle3 is faster than sglang here"),
-    ((60.0, 70.0, 80.0), "not significant: the 95% intervals overlap"),
+    ((60.0, 70.0, 80.0), "not significant at 95%: the intervals overlap"),
 ])
 def test_a_speedup_is_significant_only_when_the_intervals_say_so(candidate_runs, words):
     # baseline 63, 64, 65: mean 64, s 1, t(0.975, 2) 4.303: 64 +- 2.484 = [61.5, 66.5]

@@ -108,6 +108,39 @@ def test_compare_report_has_a_category_table_per_host():
     assert report["categories"]["gpu01"]["concurrency"] == 1
 
 
+def alone(fig, tok_s, accept=None):
+    """A category's figures with its own pass (llm_benchmark category_passes): tok/s, and where
+    ACCEPT is given, the acceptance from the counters around the pass (vLLM)."""
+    out = dict(fig, output_tok_s=tok_s, output_tok_s_source="pass", own_pass={"level_output_tokens": 2 * fig["output_tokens"]})
+    if accept is not None:
+        out.update(accept_length=accept, accept_source="pass_metrics")
+    return out
+
+
+def test_category_passes_give_tok_s_and_its_ratio_in_both_reports():
+    base = bench(lv(1, 60.0, {"code": alone(cat(100, 30.0, 20.0), 50.0), "writing": alone(cat(100, 32.0, 20.0), 48.0)}))
+    # vLLM-like: acceptance only from each pass's counters; 3.0 at 1, 2.0 at 16 over twice the tokens.
+    eagle = bench(lv(1, 120.0, {"code": alone(cat(100, 28.0, 5.0), 125.0, 3.0),
+                                "writing": alone(cat(100, 30.0, 10.0), 72.0, 2.0)}, 2.5),
+                  lv(16, 900.0, {"code": alone(cat(200, 80.0, 16.0), 800.0, 2.0)}, 2.2))
+    # code: 200 own-pass tokens at 3.0 (66.7 steps) and 400 at 2.0 (200 steps): 600 / 266.7 = 2.25
+    assert wl.pooled_accept(eagle["levels"], "code") == 2.25
+    md = rmd.render(rm.merge({"gpu01": {"baseline": base, "candidate": eagle}}, "T", "sglang", "eagle3"))
+    assert "| category | requests | sglang accept len | eagle3 accept len |" in md
+    assert "sglang tok/s | eagle3 tok/s | eagle3 tok/s x sglang |" in md
+    assert "| code | 4 | - | 2.25* | 30.0 / 20.0 | 28.0 / 5.0 | 4.00x | 50.0 | 125.0 | 2.50x |" in md
+    assert "| writing | 4 | - | 2.00* | 32.0 / 20.0 | 30.0 / 10.0 | 2.00x | 48.0 | 72.0 | 1.50x |" in md
+    assert "Acceptance marked * is from the server's counters around the category's own pass" in md
+    assert "tok/s: each category's own pass at that concurrency" in md
+    report = rc.compare({"gpu01": [{"variant": "sglang", "outcome": "ok", "bench": base},
+                                   {"variant": "vllm+eagle3", "outcome": "ok", "bench": eagle}]})
+    assert report["categories"]["gpu01"]["variants"]["vllm+eagle3"]["code"]["tok_s_ratio"] == 2.5
+    assert "| code | 4 | - | 2.25* | 30.0 / 20.0 | 28.0 / 5.0 | 4.00x | 50.0 | 125.0 | 2.50x |" in rc.render(report)
+    # Without passes the table has no tok/s column and says why.
+    plain = rmd.render(rm.merge({"gpu01": {"baseline": BASE, "candidate": EAGLE}}))
+    assert "tok/s is not split by category" in plain and "tok/s x" not in plain and "*" not in plain.split("by category")[1]
+
+
 def test_a_failed_reference_leaves_the_table_without_it():
     report = rc.compare({"gpu01": [{"variant": "sglang", "outcome": "failed", "stage": "launch", "reason": "exit 2"},
                                    {"variant": "sglang+eagle3", "outcome": "ok", "bench": EAGLE}]})

@@ -1,9 +1,22 @@
-"""Process plumbing shared by the workers: titles, parent-death signal, SIGTERM stance."""
+"""Process plumbing of every engine's tree: spawning children, titles, parent-death signal,
+SIGTERM stance."""
 import ctypes
+import multiprocessing as mp
 import os
 import signal
 
 PR_SET_PDEATHSIG = 1
+
+
+def spawn(target, args, name):
+    """Start target(*args, conn) in a child made by multiprocessing "spawn" (as SGLang starts
+    its schedulers and vLLM its EngineCore and workers); (Process, our end of its pipe)."""
+    ctx = mp.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=target, args=tuple(args) + (theirs,), name=name)
+    proc.start()
+    theirs.close()  # the child's end: EOF here once the child is gone
+    return proc, ours
 
 
 def set_title(title):

@@ -4,7 +4,9 @@ One thread owns the batch. A step's length comes from perf.Model for the batch s
 that step, so latency and throughput under concurrency follow the calibrated curve.
 Requests over --max-running-requests wait in a queue. Each step hands each request its
 new tokens (several at once under EAGLE-3) through the request's own queue. How many a
-verify step accepts depends on the text the request continues (sglang._sim.text).
+verify step accepts depends on the text the request continues (_simcore.text).
+Engine-neutral: an engine's own per-batch log lines come from the `batch_log` it passes
+(SGLang's "Prefill batch" / "Decode batch" lines: sglang/_sim/batchlog.py).
 """
 import collections
 import hashlib
@@ -13,11 +15,13 @@ import random
 import threading
 import time
 
-from sglang._sim import logs, text
+from _simcore import text
 
 WORDS = ("the", "model", "server", "token", "of", "a", "GPU", "to", "and", "batch", "is",
          "in", "fleet", "request", "memory", "cache", "that", "for", "with", "draft")
-DECODE_LOG_INTERVAL = 40  # SGLang's --decode-log-interval default
+# Steps per throughput/acceptance window (the figures a batch log prints, /server_info's
+# last_gen_throughput): SGLang's --decode-log-interval default, 40.
+WINDOW_STEPS = 40
 
 
 class Request:
@@ -100,8 +104,11 @@ class Stats:
 
 
 class Engine:
-    def __init__(self, model, max_running, accept_length, max_total_tokens):
+    def __init__(self, model, max_running, accept_length, max_total_tokens, batch_log=None):
+        """batch_log: an object with prefill(...) and decode(...) (see _admit, _end_window)
+        that writes the engine's per-batch log lines; None writes none."""
         self.model = model
+        self.batch_log = batch_log
         self.max_running = max_running
         self.accept_length = accept_length
         self.max_total_tokens = max(1, max_total_tokens)
@@ -129,34 +136,33 @@ class Engine:
         p = text.accept_probability(self.accept_length, d, req.accept_score)
         return 1 + sum(1 for unused in range(d - 1) if req.rng.random() < p)
 
-    def _admit(self, log):
+    def _admit(self):
         new = []
         while self._waiting and len(self._running) < self.max_running:
             req = self._waiting.popleft()
             if not req.aborted:
                 self._running.append(req)
                 new.append(req)
-        if new:
-            log.info("Prefill batch. #new-seq: %d, #new-token: %d, #cached-token: 0, token usage: "
-                     "%.2f, #running-req: %d, #queue-req: %d", len(new), sum(r.prompt_tokens for r in new),
-                     self._usage(), len(self._running) - len(new), len(self._waiting))
+        if new and self.batch_log is not None:
+            self.batch_log.prefill(new_seqs=len(new), new_tokens=sum(r.prompt_tokens for r in new),
+                                   usage=self._usage(), running=len(self._running) - len(new),
+                                   queued=len(self._waiting))
 
     def _usage(self):
         used = sum(r.prompt_tokens + r.completion_tokens for r in self._running)
         return used / self.max_total_tokens
 
     def _loop(self):
-        log = logs.get()
         step_end = 0.0
         steps = 0
         window = [time.monotonic(), 0, 0, 0]  # start, tokens, verify steps, accepted
         while True:
             with self._cond:
-                self._admit(log)
+                self._admit()
                 while not self._running:
                     self.stats.running = 0
                     self._cond.wait()
-                    self._admit(log)
+                    self._admit()
                     step_end = time.monotonic()  # the schedule restarts after idling
                 batch = list(self._running)
                 self.stats.running, self.stats.queued = len(batch), len(self._waiting)
@@ -170,8 +176,8 @@ class Engine:
                 step_end = time.monotonic()  # fell far behind: do not burst to catch up
             self._step(batch, window)
             steps += 1
-            if steps % DECODE_LOG_INTERVAL == 0:
-                self._log_decode(log, window, len(batch))
+            if steps % WINDOW_STEPS == 0:
+                self._end_window(window, len(batch))
                 window = [time.monotonic(), 0, 0, 0]
             with self._cond:
                 self._running = [r for r in self._running if r.finish_reason is None and not r.aborted]
@@ -209,16 +215,16 @@ class Engine:
         window[1] += produced
         return produced
 
-    def _log_decode(self, log, window, running):
+    def _end_window(self, window, running):
         elapsed = max(time.monotonic() - window[0], 1e-9)
         self.stats.gen_throughput = window[1] / elapsed
-        msg = "Decode batch. #running-req: %d, #token: %d, token usage: %.2f, " % (
-            running, int(self._usage() * self.max_total_tokens), self._usage())
+        accept = None
         if self.model.speculative and window[2]:
             length = window[3] / window[2]
             rate = (window[3] - window[2]) / (window[2] * max(self.model.draft_tokens - 1, 1))
             self.stats.last_accept_length, self.stats.last_accept_rate = length, rate
-            msg += "accept len: %.2f, accept rate: %.2f, " % (length, rate)
-        msg += "cuda graph: True, gen throughput (token/s): %.2f, #queue-req: %d" % (
-            self.stats.gen_throughput, self.stats.queued)
-        log.info(msg)
+            accept = (length, rate)
+        if self.batch_log is not None:
+            self.batch_log.decode(running=running, tokens=int(self._usage() * self.max_total_tokens),
+                                  usage=self._usage(), accept=accept, throughput=self.stats.gen_throughput,
+                                  queued=self.stats.queued)

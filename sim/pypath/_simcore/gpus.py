@@ -2,7 +2,7 @@
 
 Fake GPUs: FAKE_NVML_ROOT names the fake kit's root; the real pynvml (loaded with the
 fake libnvidia-ml through LD_LIBRARY_PATH) reads memory, simlib.fakegpu holds it.
-Real GPUs (--sim-real-gpu): torch allocates on cuda:rank; imported only there.
+Real GPUs (SGLang's --sim-real-gpu): torch allocates on cuda:rank; imported only there.
 """
 import os
 import sys
@@ -28,9 +28,9 @@ def fake_root():
 
 
 def _simlib():
-    """Import sim/simlib (fakegpu): it sits two levels above this package's root."""
+    """Import sim/simlib (fakegpu): sim/ is two levels above this package (sim/pypath/_simcore)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    sim_dir = os.path.abspath(os.path.join(here, "..", "..", ".."))
+    sim_dir = os.path.abspath(os.path.join(here, "..", ".."))
     if sim_dir not in sys.path:
         sys.path.insert(0, sim_dir)
     from simlib import fakegpu

@@ -1,6 +1,6 @@
 """What the simulated engines read from a prompt's text: its token count and how predictable it is.
 
-Both simulated engines (SGLang here, vLLM through sglang._sim.api) use these two models.
+Every simulated engine uses these two models (through _simcore.prompts and the engine).
 They are deterministic functions of the text, so a test can compute what the server will
 report for a prompt it sends.
 

@@ -1,9 +1,21 @@
-"""Model directories as SGLang reads them: config.json (required) and a weights size."""
+"""Model directories as the engines read them: config.json (required) and a weights size;
+what a model costs to start (its KV cache per token, the start-up phases)."""
 import json
 import os
 from dataclasses import dataclass
 
 GIB = 1024 ** 3
+# KV cache bytes a token takes in one layer: MLA's latent (kv_lora_rank 512 + rope 64) in bf16,
+# the attention of the simulated models (Kimi-K2.5, DeepSeek-V3's architecture, config.json).
+KV_BYTES_PER_TOKEN_PER_LAYER = 576 * 2
+# The start-up phases every simulated engine times by its --sim-PHASE-seconds knobs:
+# torch.distributed init, weight loading, KV cache allocation, CUDA graph capture.
+PHASES = ("init", "load", "kv", "graph")
+
+
+def phase_seconds(args):
+    """{phase: seconds} from an engine's parsed --sim-PHASE-seconds knobs."""
+    return {k: getattr(args, "sim_%s_seconds" % k) for k in PHASES}
 
 
 @dataclass

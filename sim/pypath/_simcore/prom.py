@@ -7,7 +7,7 @@ values escape backslash, newline and double quote, and values are written by
 utils.py `floatToGoString`. A registry without multiprocess mode (vLLM with one API server)
 adds a `NAME_created` gauge family after each counter family, one sample per series (the
 time the series was created); SGLang's MultiProcessCollector (srt/utils/common.py
-add_prometheus_middleware) writes none. tests/sim/test_sim_metrics.py parses both
+add_prometheus_middleware) writes none. tests/sim/test_sim_engines_text.py parses both
 simulators' /metrics with prometheus_client's own parser and compares families with
 generate_latest's output.
 """

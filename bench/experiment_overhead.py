@@ -1,0 +1,140 @@
+#!/usr/bin/env python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What playbooks/experiment.yml costs per variant beyond the server's own start-up, and what
+spreading an experiment over 2 hosts saves, on the simulated fleet, in one run.
+
+Brings up a simulated fleet of two 8-GPU hosts (sim/simctl fleet: PID and mount namespaces
+reached over real SSH, fake NVML, the simulated SGLang with its fast start-up profile) and runs
+one experiment of V base-SGLang variants (each its own --max-running-requests, so each is a
+fresh launch; a tiny benchmark: one level, 2 requests, 16 tokens) twice:
+
+  1 host   -l sim-h1, every variant on sim-h1
+  spread   both hosts, spread: true (host i runs every second variant), records set aside first
+
+From the records (RESULTS/records/HOST/VARIANT.json) it takes each variant's
+server.ready_seconds (launch to ready, as the role measured it) and, with the task_times
+callback (bench/callbacks), the wall time of each benchmark task:
+
+  overhead per variant = (wall of the 1-host run - sum of ready_seconds - benchmark task time) / V
+
+i.e. Ansible, SSH, the plan of every variant, the checks, the stop, the GPU release and its NVML
+verification, the record written on the controller, and the report. The server-start figure of
+the same run is the mean ready_seconds. The spread ratio is the spread run's wall time over the
+1-host run's. Prints figures; asserts nothing about time.
+
+    .venv/bin/python bench/experiment_overhead.py [--variants 4] [--ssh-port 2621] [--server-port 30621]
+
+Needs root (the fleet's namespaces), openssh-server and tini. The fleet lives in
+build/bench/experiment and is taken down at the end, also after a failure.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIMCTL = os.path.join(REPO, "sim", "simctl")
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+CALLBACKS = os.path.join(REPO, "bench", "callbacks")
+BENCH_TASK = "Benchmark the server"
+
+
+def fleet(command, root, *extra):
+    proc = subprocess.run([os.path.join(VENV_BIN, "python"), SIMCTL, "fleet", command, root, *extra],
+                          capture_output=True, text=True, timeout=300, check=False)
+    if proc.returncode != 0 and command == "up":
+        sys.exit("fleet up failed: %s%s" % (proc.stdout, proc.stderr))
+
+
+def experiment_file(root, variants, server_port):
+    doc = {"reference": "v1", "benchmark": {"levels": [1], "requests_per_level": 2, "warmup_requests": 0,
+                                            "input_len": 32, "output_len": 16},
+           "variants": [{"name": "v%d" % i, "engine": "sglang",
+                         "server": {"port": server_port, "max_running_requests": 100 + i}}
+                        for i in range(1, variants + 1)]}
+    path = os.path.join(root, "overhead.experiment.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(doc, handle, sort_keys=False)
+    return path
+
+
+def run(inventory, path, results, server_port, limit=None, spread=False):
+    """One experiment.yml run; (wall seconds, [record], {task name: seconds})."""
+    if spread:
+        with open(path, encoding="utf-8") as handle:
+            doc = yaml.safe_load(handle)
+        doc["spread"] = True
+        path = path.replace(".experiment.yml", "-spread.experiment.yml")
+        with open(path, "w", encoding="utf-8") as handle:
+            yaml.safe_dump(doc, handle, sort_keys=False)
+    fd, times_file = tempfile.mkstemp(prefix="task-times-", suffix=".jsonl")
+    os.close(fd)
+    extra = {"experiment_file": path, "experiment_results_dir": results, "sglang_server_port": server_port,
+             "experiment_bench_progress_file": os.path.join(os.path.dirname(results), "bench.progress")}
+    cmd = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", inventory,
+           os.path.join(REPO, "playbooks", "experiment.yml"), "-e", json.dumps(extra)]
+    if limit:
+        cmd += ["-l", limit]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""), ANSIBLE_CALLBACK_PLUGINS=CALLBACKS,
+               ANSIBLE_CALLBACKS_ENABLED="task_times", GPUFLEET_TASK_TIMES=times_file)
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        sys.exit("experiment.yml failed (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout[-4000:],
+                                                             proc.stderr[-2000:]))
+    times = {}
+    with open(times_file, encoding="utf-8") as handle:
+        for line in handle:
+            for name, seconds in json.loads(line):
+                times[name] = times.get(name, 0.0) + seconds
+    os.unlink(times_file)
+    records = []
+    for rec_path in glob.glob(os.path.join(results, "records", "*", "*.json")):
+        with open(rec_path, encoding="utf-8") as handle:
+            records.append(json.load(handle))
+    return wall, records, times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", type=int, default=4)
+    parser.add_argument("--ssh-port", type=int, default=2621)
+    parser.add_argument("--server-port", type=int, default=30621)
+    args = parser.parse_args()
+    root = os.path.join(REPO, "build", "bench", "experiment")
+    fleet("down", root)
+    fleet("up", root, "--hosts", "2", "--port", str(args.ssh_port))
+    try:
+        path = experiment_file(root, args.variants, args.server_port)
+        inventory = os.path.join(root, "inventory.yml")
+        one_wall, one_records, one_times = run(inventory, path, os.path.join(root, "results-1"), args.server_port,
+                                               limit="sim-h1")
+        two_wall, two_records, unused = run(inventory, path, os.path.join(root, "results-2"), args.server_port,
+                                            spread=True)
+    finally:
+        fleet("down", root)
+    ready = [float(r["server"]["ready_seconds"]) for r in one_records if r.get("outcome") == "ok"]
+    if len(ready) != args.variants or len(two_records) != args.variants:
+        sys.exit("expected %d ok records per run, got %d and %d" % (args.variants, len(ready), len(two_records)))
+    bench = sum(s for name, s in one_times.items() if BENCH_TASK in name)
+    overhead = (one_wall - sum(ready) - bench) / args.variants
+    print("experiment.yml on the simulated fleet (fast profile), %d base-SGLang variants" % args.variants)
+    print("  1 host : wall %.1f s; server start-up (ready_seconds) mean %.2f s, sum %.1f s; benchmark tasks %.1f s"
+          % (one_wall, sum(ready) / len(ready), sum(ready), bench))
+    print("  overhead per variant beyond the server's start-up and the benchmark: %.2f s" % overhead)
+    print("  spread over 2 hosts: wall %.1f s = %.2fx the 1-host run" % (two_wall, two_wall / one_wall))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""An experiment's gates: which exist, what each limit must look like, and pass or fail.
+
+Every figure comes from the variant's llm_benchmark result (record["bench"]) read by
+_report/merge.side_summary, so a gate means what the report's tables show:
+  min_acceptance_length  the mean acceptance length over the levels (side_summary accept_length)
+  min_speedup            output tok/s at each listed concurrency / the reference variant's at the same
+                         concurrency (closed-loop levels); every level listed must pass
+  max_ttft_p99_ms        the highest TTFT p99 of any level
+  max_tpot_p99_ms        the highest TPOT p99 of any level
+  max_failed_requests    failed counted requests, all levels together
+A figure that is missing fails its gate and says why, except the acceptance length of a variant
+without speculative settings, which is not applicable (passes).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import side_summary
+
+# Each gate's figure, as the report defines it (docs/playbooks.md shows this table, generated).
+GATE_DOCS = {
+    "min_acceptance_length": "the mean acceptance length over the levels, at least this (not applicable to a "
+                             "variant without speculative settings)",
+    "min_speedup": "output tok/s divided by the reference's at the same concurrency, at least this: a number "
+                   "(every level both ran) or {value: X, levels: [C, ...]}",
+    "max_ttft_p99_ms": "the highest TTFT p99 of any level, in ms, at most this",
+    "max_tpot_p99_ms": "the highest TPOT p99 of any level, in ms, at most this",
+    "max_failed_requests": "failed counted requests, all levels together, at most this",
+}
+GATE_NAMES = tuple(GATE_DOCS)
+SPEEDUP_KEYS = ("value", "levels")
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def problems(gates):
+    """[(key path below gates, what to change)] for a gates mapping; unknown names are the caller's."""
+    out = []
+    for name, limit in gates.items():
+        if name not in GATE_NAMES:
+            continue
+        if name == "min_speedup":
+            out += _speedup_problems(limit)
+        elif name == "max_failed_requests":
+            if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0):
+                out.append(((name,), "must be a whole number of requests, 0 or more, not %r" % (limit,)))
+        elif not (_number(limit) and limit >= 0):
+            out.append(((name,), "must be a number, 0 or more, not %r" % (limit,)))
+    return out
+
+
+def _speedup_problems(limit):
+    if _number(limit):
+        return []
+    if not isinstance(limit, dict):
+        return [(("min_speedup",), "must be a number or {value: X, levels: [CONCURRENCY, ...]}, not %r" % (limit,))]
+    out = [(("min_speedup", k), "unknown key; the keys: %s" % ", ".join(SPEEDUP_KEYS))
+           for k in limit if k not in SPEEDUP_KEYS]
+    if not _number(limit.get("value")):
+        out.append((("min_speedup", "value"), "must be a number (the least ratio of output tok/s to the reference's)"))
+    levels = limit.get("levels")
+    if levels is not None and not (isinstance(levels, list) and levels
+                                   and all(isinstance(c, int) and not isinstance(c, bool) for c in levels)):
+        out.append((("min_speedup", "levels"), "must be a non-empty list of concurrency levels (whole numbers)"))
+    return out
+
+
+def speedup_levels(limit):
+    """The concurrency levels a min_speedup limit names (None: every level both sides ran)."""
+    return limit.get("levels") if isinstance(limit, dict) else None
+
+
+def _levels(record):
+    bench = (record or {}).get("bench")
+    if (record or {}).get("outcome", "ok") != "ok" or not isinstance(bench, dict) \
+            or not isinstance(bench.get("levels"), list):
+        return None
+    return side_summary(bench["levels"])
+
+
+def _closed(summary):
+    return {r["concurrency"]: r for r in summary["levels"] if not r.get("request_rate")}
+
+
+def _entry(gate, limit, value, passed, detail, level=None):
+    return {"gate": gate, "level": level, "limit": limit,
+            "value": round(value, 3) if _number(value) else value, "passed": bool(passed), "detail": detail}
+
+
+def _worst(summary, key, gate, limit, what):
+    rows = [r for r in summary["levels"] if r.get(key) is not None]
+    if not rows:
+        return _entry(gate, limit, None, False, "no %s figure in the benchmark result" % what)
+    worst = max(rows, key=lambda r: r[key])
+    return _entry(gate, limit, worst[key], worst[key] <= limit,
+                  "highest %s at concurrency %s" % (what, worst["concurrency"]))
+
+
+def _speedup(summary, ref_summary, limit, reference_name):
+    value = limit if _number(limit) else limit["value"]
+    if ref_summary is None:
+        return [_entry("min_speedup", value, None, False, "no benchmark result of the reference %s" % reference_name)]
+    mine, ref = _closed(summary), _closed(ref_summary)
+    levels = speedup_levels(limit) or sorted(set(mine) & set(ref))
+    out = []
+    for conc in levels:
+        tok, ref_tok = (mine.get(conc) or {}).get("output_tok_s"), (ref.get(conc) or {}).get("output_tok_s")
+        if tok is None or not ref_tok:
+            missing = "this variant" if tok is None else "the reference %s" % reference_name
+            out.append(_entry("min_speedup", value, None, False,
+                              "no output tok/s of %s at concurrency %s" % (missing, conc), conc))
+            continue
+        ratio = float(tok) / float(ref_tok)
+        out.append(_entry("min_speedup", value, ratio, ratio >= value,
+                          "output tok/s at concurrency %s: %s vs %s's %s" % (conc, tok, reference_name, ref_tok),
+                          conc))
+    return out or [_entry("min_speedup", value, None, False, "no concurrency level measured on both sides")]
+
+
+def evaluate(variant_record, reference_record, gates, reference_name="the reference"):
+    """[{gate, level, limit, value, passed, detail}] for each gate of GATES, in GATE_NAMES order."""
+    summary = _levels(variant_record)
+    out = []
+    for gate in (g for g in GATE_NAMES if g in (gates or {})):
+        limit = gates[gate]
+        if gate == "min_acceptance_length" and not (variant_record or {}).get("speculative"):
+            out.append(_entry(gate, limit, None, True, "not applicable: the variant has no speculative settings"))
+        elif summary is None:
+            outcome = (variant_record or {}).get("outcome") or "no record"
+            out.append(_entry(gate, limit if _number(limit) else limit.get("value"), None, False,
+                              "no benchmark result (%s)" % outcome))
+        elif gate == "min_acceptance_length":
+            value = summary["accept_length"]
+            out.append(_entry(gate, limit, value, value is not None and value >= limit,
+                              "mean acceptance length over the levels" if value is not None
+                              else "no acceptance length in the benchmark result (the server reported none)"))
+        elif gate == "min_speedup":
+            out += _speedup(summary, _levels(reference_record), limit, reference_name)
+        elif gate == "max_ttft_p99_ms":
+            out.append(_worst(summary, "ttft_p99_ms", gate, limit, "TTFT p99"))
+        elif gate == "max_tpot_p99_ms":
+            out.append(_worst(summary, "tpot_p99_ms", gate, limit, "TPOT p99"))
+        else:
+            out.append(_entry(gate, limit, summary["failed"], summary["failed"] <= limit,
+                              "failed counted requests, all levels"))
+    return out
+
+
+def entry_text(entry):
+    """'GATE[ at concurrency C] value V, limit L (DETAIL)'."""
+    gate = entry["gate"] + (" at concurrency %s" % entry["level"] if entry.get("level") is not None else "")
+    value = "none" if entry["value"] is None else entry["value"]
+    return "%s value %s, limit %s (%s)" % (gate, value, entry["limit"], entry["detail"])
+
+
+def failure_text(host, variant, entry):
+    """'HOST VARIANT: GATE value V, limit L' (the gate with its level where it has one)."""
+    return "%s %s: %s" % (host, variant, entry_text(entry))

@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What a run of an experiment file will do on each host, given what is recorded already.
+
+A variant is skipped when its record has the current fingerprint and outcome ok. It runs again
+when it was recorded with other settings (`rerun`) or recorded as not completed (a failed or
+skipped variant is retried, so a crash or a lost host costs one variant, not the experiment).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import role_vars, store
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.load import load
+
+
+def _why_again(record):
+    return "recorded as %s at stage %s: runs again" % (str(record.get("outcome") or "failed").upper(),
+                                                       record.get("stage") or "?")
+
+
+def _host_lines(host, names, done, stale, retry):
+    todo = [n for n in names if n not in done]
+    runs = ", ".join(n + (" (settings changed since its record: runs again)" if n in stale
+                          else " (%s)" % retry[n] if n in retry else "") for n in todo)
+    lines = ["%s: %d of %d variants to run%s" % (host, len(todo), len(names), (": " + runs) if todo else "")]
+    if done:
+        lines.append("%s: %d skipped, recorded with the same settings: %s" % (
+            host, len(done), ", ".join("%s (finished %s)" % (n, done[n].get("finished_at") or "?") for n in done)))
+    return lines
+
+
+def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False):
+    """load()'s dict plus each variant's role_vars and the experiment's defaults (role_vars.py), todo,
+    recorded, rerun, record_files, lines, results_dir and changed."""
+    experiment = role_vars.add_role_vars(load(path, hosts, confirm=confirm))
+    lines, moved = [], None
+    if fresh and check_mode:
+        lines.append("fresh: would move %s aside (check mode: nothing moved)" % store.records_dir(results_dir))
+    elif fresh:
+        moved = store.start_fresh(results_dir)
+        lines.append("fresh: moved the earlier records to %s" % moved if moved
+                     else "fresh: no earlier records in %s" % store.records_dir(results_dir))
+    # In check mode a fresh start is shown as it would be: nothing recorded.
+    found = {"recorded": {}, "stale": {}, "problems": []} if fresh and check_mode \
+        else store.scan(results_dir, experiment)
+    out = dict(experiment, todo={}, recorded={}, rerun={}, record_files={}, results_dir=str(results_dir))
+    for host, names in experiment["assignments"].items():
+        same = found["recorded"].get(host, {})
+        done = {n: r for n, r in same.items() if r.get("outcome") == "ok"}
+        retry = {n: _why_again(r) for n, r in same.items() if n not in done}
+        stale = found["stale"].get(host, {})
+        out["todo"][host] = [n for n in names if n not in done]
+        out["recorded"][host] = [n for n in names if n in done]
+        out["rerun"][host] = [n for n in names if n in stale]
+        out["record_files"][host] = {n: store.record_file(results_dir, host, n) for n in names}
+        lines += _host_lines(host, names, done, stale, retry)
+    out["lines"] = lines + found["problems"]
+    out["changed"] = bool(moved)
+    return out

@@ -1,0 +1,146 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.serving contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The keys an experiment file may use, each read from where the option is defined.
+
+- a variant's ``server``: the engine server role's options (roles/ENGINE_server/meta/argument_specs.yml)
+  without the ``ENGINE_server_`` prefix, less those the experiment sets through its own keys;
+- a variant's ``speculative``: server_plan's ``speculative`` suboptions (plugins/modules/server_plan.py);
+- ``benchmark``: the _fleet role's ``benchmark`` entry point options (``fleet_bench_*``), less those
+  the playbook sets itself.
+
+The collection root is found from this file, so the same code works in the checkout and in an
+installed collection (roles/ is a sibling of plugins/).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+
+import yaml
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+# The file's own keys: (type, meaning), in the order docs/playbooks.md shows them (generated there).
+TOP_FORMAT = {
+    "name": ("str", "the experiment's name (default: the file name without .yml and .experiment)"),
+    "reference": ("str", "required: the variant every other one is compared with (a name after the matrices)"),
+    "spread": ("bool", "true: identical hosts share the variants, host i of N runs variants i, i+N, ...; "
+                       "false (default): every host runs every variant"),
+    "max_variants": ("int", "the most variants a file may expand to without confirmation (default 32)"),
+    "confirm_large": ("bool", "run more than max_variants (as the playbook's experiment_confirm)"),
+    "benchmark": ("dict", "llm_benchmark settings shared by every variant (keys below)"),
+    "gates": ("dict", "limits every variant must meet (gates below); the reference is never gated on speed-up"),
+    "variants": ("list", "required: the variants (keys below), in the order each host runs them"),
+}
+VARIANT_FORMAT = {
+    "name": ("str", "required: the variant's name, unique in the file"),
+    "engine": ("str", "required: the engine (its server role runs the variant)"),
+    "server": ("dict", "the engine's server role variables without the ENGINE_server_ prefix (keys below); "
+                       "one left out keeps the host's value or the role's default"),
+    "speculative": ("dict", "speculative decoding, as server_plan's speculative option (keys below); "
+                            "none: a base server"),
+    "env": ("dict", "environment variables of the server, over the host's"),
+    "benchmark": ("dict", "benchmark settings merged key by key over the top-level benchmark"),
+    "gates": ("dict", "gates merged key by key over the top-level gates"),
+    "matrix": ("dict", "server keys, each with a list of values: one variant per combination, named "
+                       "NAME-KEYVALUE-KEYVALUE, the last key changing fastest"),
+}
+TOP_KEYS = tuple(TOP_FORMAT)
+VARIANT_KEYS = tuple(VARIANT_FORMAT)
+# Role options the experiment sets through its own keys (or the playbook sets): the variant's
+# `speculative` and `env`, and the state the playbook drives.
+SERVER_OWN_KEYS = {"state": "the playbook starts and stops each variant",
+                   "speculative": "use the variant's `speculative` key",
+                   "speculative_args": "use the variant's `speculative` key",
+                   "speculative_config": "use the variant's `speculative` key",
+                   "env": "use the variant's `env` key"}
+BENCH_PREFIX = "fleet_bench_"
+# Benchmark options the playbook sets per host and variant.
+BENCH_OWN_KEYS = ("label", "base_url", "api_key", "progress_file", "records_dir")
+
+
+def _yaml_file(*parts):
+    path = os.path.join(ROOT, *parts)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidInput("cannot read %s (the collection is incomplete): %s" % (path, exc))
+
+
+@functools.lru_cache(maxsize=None)
+def server_options(role):
+    """{option without the role prefix: its spec} of ROLE's main entry point."""
+    spec = _yaml_file("roles", role, "meta", "argument_specs.yml")
+    prefix = role + "_"
+    options = spec["argument_specs"]["main"]["options"]
+    return {name[len(prefix):]: opt for name, opt in options.items()
+            if name.startswith(prefix) and name[len(prefix):] not in SERVER_OWN_KEYS}
+
+
+@functools.lru_cache(maxsize=None)
+def speculative_options():
+    """server_plan's `speculative` suboptions (the module's DOCUMENTATION, read without importing it)."""
+    path = os.path.join(ROOT, "plugins", "modules", "server_plan.py")
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "DOCUMENTATION" for t in node.targets):
+            return yaml.safe_load(node.value.value)["options"]["speculative"]["suboptions"]
+    raise InvalidInput("%s has no DOCUMENTATION (the collection is incomplete)" % path)
+
+
+@functools.lru_cache(maxsize=None)
+def benchmark_options():
+    """{option without fleet_bench_: its spec} of the _fleet role's benchmark entry point."""
+    spec = _yaml_file("roles", "_fleet", "meta", "argument_specs.yml")
+    options = spec["argument_specs"]["benchmark"]["options"]
+    return {name[len(BENCH_PREFIX):]: opt for name, opt in options.items()
+            if name.startswith(BENCH_PREFIX) and name[len(BENCH_PREFIX):] not in BENCH_OWN_KEYS}
+
+
+def _is(value, kind):
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind in ("str", "path"):
+        return isinstance(value, str)
+    if kind == "list":
+        return isinstance(value, list)
+    if kind == "dict":
+        return isinstance(value, dict)
+    return True  # raw: anything
+
+
+def type_problem(value, spec):
+    """Why VALUE does not fit an argument spec SPEC (type, elements, choices), or None.
+
+    Strict where Ansible would convert: a number where a word is wanted is a likely typo in
+    a file meant to be read by people. A list of words takes numbers (flags' values: 512)."""
+    kind = spec.get("type", "str")
+    if value is None:
+        return None  # null leaves the role's default
+    if not _is(value, kind):
+        return "must be %s, not %s %r" % (_KIND_WORDS.get(kind, kind), type(value).__name__, value)
+    if kind == "list" and spec.get("elements"):
+        elem = spec["elements"]
+        for i, item in enumerate(value):
+            ok = _is(item, elem) or (elem == "str" and _is(item, "float"))
+            if not ok:
+                return "item %d must be %s, not %s %r" % (i, _KIND_WORDS.get(elem, elem), type(item).__name__, item)
+    if spec.get("choices") and value not in spec["choices"]:
+        return "must be one of %s, not %r" % (", ".join(repr(c) for c in spec["choices"]), value)
+    return None
+
+
+_KIND_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or false", "str": "a string",
+               "path": "a path (string)", "list": "a list", "dict": "a mapping"}

@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Gates (plugin_utils/_experiment/gates.py) on llm_benchmark-shaped records: each figure, pass and
+fail at the limit, a missing figure fails, acceptance is not applicable without speculative settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as gt
+
+
+@pytest.fixture
+def exp(experiment):
+    return experiment()
+
+
+def _one(entries, gate, level=None):
+    return next(e for e in entries if e["gate"] == gate and e["level"] == level)
+
+
+@pytest.mark.parametrize("tok_s, passed", [(76.32, True), (76.0, False)])
+def test_min_speedup_against_the_reference_at_each_level(exp, kit, tok_s, passed):
+    ref = kit.record(exp, "h1", "base", kit.level(1, 63.6), kit.level(64, 2370.0))
+    mine = kit.record(exp, "h1", "other", kit.level(1, tok_s), kit.level(64, 1536.0))
+    entry = _one(gt.evaluate(mine, ref, {"min_speedup": {"levels": [1], "value": 1.2}}, "base"), "min_speedup", 1)
+    assert entry["value"] == round(tok_s / 63.6, 3) and entry["passed"] is passed and entry["limit"] == 1.2
+    assert "63.6" in entry["detail"] and "base" in entry["detail"]
+
+
+def test_min_speedup_without_levels_checks_every_common_level(exp, kit):
+    ref = kit.record(exp, "h1", "base", kit.level(1, 60.0), kit.level(64, 2000.0))
+    mine = kit.record(exp, "h1", "other", kit.level(1, 90.0), kit.level(64, 1000.0))
+    entries = gt.evaluate(mine, ref, {"min_speedup": 1.2})
+    assert [(e["level"], e["passed"]) for e in entries] == [(1, True), (64, False)]
+
+
+def test_a_missing_reference_fails_the_speedup(exp, kit):
+    mine = kit.record(exp, "h1", "other", kit.level(1, 90.0))
+    failed = kit.record(exp, "h1", "base", outcome="failed", stage="wait")
+    for ref in (None, failed):
+        entry = gt.evaluate(mine, ref, {"min_speedup": 1.2}, "base")[0]
+        assert entry["passed"] is False and entry["value"] is None and "reference base" in entry["detail"]
+
+
+@pytest.mark.parametrize("gate, limit, levels, value, passed", [
+    ("max_ttft_p99_ms", 2000, [dict(conc=1, tok_s=60.0, ttft_p99=500.0), dict(conc=64, tok_s=900.0, ttft_p99=2100.0)],
+     2100.0, False),
+    ("max_ttft_p99_ms", 2100, [dict(conc=1, tok_s=60.0, ttft_p99=2100.0)], 2100.0, True),
+    ("max_tpot_p99_ms", 50, [dict(conc=1, tok_s=60.0, tpot_p99=20.0), dict(conc=64, tok_s=900.0, tpot_p99=49.0)],
+     49.0, True),
+    ("max_failed_requests", 0, [dict(conc=1, tok_s=60.0, failed=1), dict(conc=64, tok_s=900.0, failed=2)], 3, False),
+    ("max_failed_requests", 3, [dict(conc=1, tok_s=60.0, failed=1), dict(conc=64, tok_s=900.0, failed=2)], 3, True),
+])
+def test_limits_on_the_worst_level(exp, kit, gate, limit, levels, value, passed):
+    mine = kit.record(exp, "h1", "other", *[kit.level(**lv) for lv in levels])
+    entry = gt.evaluate(mine, None, {gate: limit})[0]
+    assert (entry["gate"], entry["value"], entry["passed"]) == (gate, value, passed)
+
+
+@pytest.mark.parametrize("name, accept, speculative, value, passed, words", [
+    ("eagle/3", [2.6, 2.2], True, 2.4, True, "mean acceptance length"),
+    ("eagle/3", [1.8, 1.9], True, 1.85, False, "mean acceptance length"),
+    ("eagle/3", [None, None], True, None, False, "no acceptance length"),
+    ("base", [None, None], False, None, True, "not applicable"),
+])
+def test_acceptance_length(exp, kit, name, accept, speculative, value, passed, words):
+    mine = kit.record(exp, "h1", name, kit.level(1, 60.0, accept=accept[0]), kit.level(64, 900.0, accept=accept[1]),
+                      speculative=speculative)
+    entry = gt.evaluate(mine, None, {"min_acceptance_length": 2.0})[0]
+    assert (entry["value"], entry["passed"]) == (value, passed) and words in entry["detail"]
+
+
+def test_no_benchmark_fails_every_gate(exp, kit):
+    mine = kit.record(exp, "h1", "other", outcome="failed", stage="wait")
+    entries = gt.evaluate(mine, None, {"max_failed_requests": 0, "max_tpot_p99_ms": 50})
+    assert [e["passed"] for e in entries] == [False, False]
+    assert all("no benchmark result (failed)" in e["detail"] for e in entries)
+
+
+def test_failure_text():
+    entry = {"gate": "min_speedup", "level": 1, "limit": 1.2, "value": 0.9, "passed": False, "detail": "d"}
+    assert gt.failure_text("h1", "ep8", entry) == "h1 ep8: min_speedup at concurrency 1 value 0.9, limit 1.2 (d)"
+
+
+@pytest.mark.parametrize("gates, path", [
+    ({"min_speedup": {"value": "x"}}, ("min_speedup", "value")),
+    ({"min_speedup": {"value": 1.2, "levels": []}}, ("min_speedup", "levels")),
+    ({"min_speedup": {"value": 1.2, "level": [1]}}, ("min_speedup", "level")),
+    ({"max_tpot_p99_ms": "fast"}, ("max_tpot_p99_ms",)),
+    ({"min_acceptance_length": True}, ("min_acceptance_length",)),
+])
+def test_bad_limits(gates, path):
+    assert [p for p, unused in gt.problems(gates)] == [path]

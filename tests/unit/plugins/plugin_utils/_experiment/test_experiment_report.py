@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The experiment's report (plugin_utils/_experiment/report.py): three files, ratios against the
+reference per host or over the spread group, a gates table, what did not complete."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import report as rp
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rcmp
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
+
+
+def _records(exp, kit, host_of):
+    """Seed-like figures: EAGLE-3 1.5x single-stream, the other engine 1.3x; the other fails a gate."""
+    figures = {"base": (63.6, None, 900.0), "eagle/3": (95.4, 3.1, 950.0), "other": (82.5, None, 2400.0)}
+    out = {}
+    for name, (tok, accept, ttft) in figures.items():
+        host = host_of(name)
+        out.setdefault(host, {})[name] = kit.record(exp, host, name, kit.level(1, tok, accept=accept),
+                                                    kit.level(64, tok * 20, ttft_p99=ttft, accept=accept))
+    return out
+
+
+def test_report_writes_three_files_with_the_gates(experiment, kit, tmp_path):
+    exp = experiment(hosts=("h1", "h2"))
+    recs = _records(exp, kit, lambda name: "h1")
+    recs["h2"] = {"base": kit.record(exp, "h2", "base", outcome="failed", stage="wait", reason="exited")}
+    out = rp.build(exp, recs, str(tmp_path / "rep"), "T")
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["experiment.json", "experiment.md",
+                                                                    "experiment.png"]
+    data = json.loads((tmp_path / "rep" / "experiment.json").read_text())
+    assert data["hosts"]["h1"]["eagle/3"]["ratio"]["single_stream"] == round(95.4 / 63.6, 3)
+    assert data["hosts"]["h1"]["eagle/3"]["engine"] == exp["variants"][1]["engine"]
+    assert out["gate_failures"] == [
+        "h1 other: max_ttft_p99_ms value 2400.0, limit 2000 (highest TTFT p99 at concurrency 64)"]
+    assert data["gate_failures"] == out["gate_failures"]
+    rows = {(g["variant"], g["gate"], g["level"]): g["passed"] for g in data["gates"]}
+    assert rows[("eagle/3", "min_acceptance_length", None)] is True
+    assert rows[("eagle/3", "min_speedup", 1)] is True and ("base", "min_speedup", 1) not in rows
+    assert out["failures"] == [
+        "h2 base: FAILED at stage wait: exited",
+        "h2 eagle/3: " + rp.NOT_RECORDED, "h2 other: " + rp.NOT_RECORDED]
+    md = out["markdown"]
+    assert rp.GATES_HEAD in md and "| h1 | other | max_ttft_p99_ms | 2000 | 2400 | **FAIL** |" in md
+    assert "| h1 | eagle/3 | min_speedup | 1.2 at 1 | 1.5 | pass |" in md
+    assert out["lines"][2].startswith("h1 other: ok") and "gates FAILED: max_ttft_p99_ms" in out["lines"][2]
+    again = rp.build(exp, recs, str(tmp_path / "rep"), "T")
+    assert again["changed"] is False
+
+
+def test_spread_compares_each_variant_with_the_reference_wherever_it_ran(experiment, kit, tmp_path):
+    exp = experiment(spread=True, hosts=("h1", "h2"))
+    assert exp["assignments"] == {"h1": ["base", "other"], "h2": ["eagle/3"]}
+    recs = _records(exp, kit, lambda name: "h2" if name == "eagle/3" else "h1")
+    out = rp.build(exp, recs, str(tmp_path / "rep"), "T", check_mode=True)
+    group = rp.spread_label(exp)
+    assert group == "fleet (spread over 2 hosts)" and list(out["report"]["hosts"]) == [group]
+    assert out["report"]["hosts"][group]["eagle/3"]["ratio"]["single_stream"] == round(95.4 / 63.6, 3)
+    speedup = next(g for g in out["report"]["gates"] if g["gate"] == "min_speedup" and g["variant"] == "eagle/3")
+    assert speedup["host"] == "h2" and speedup["value"] == 1.5
+    assert out["failures"] == [] and not (tmp_path / "rep").exists()
+    assert [line.split(":")[0] for line in out["lines"]] == [group + " " + n for n in ("base", "eagle/3", "other")]
+
+
+def test_each_variant_of_an_experiment_gets_its_own_colour(experiment, kit, tmp_path):
+    exp = experiment()
+    out = rp.build(exp, _records(exp, kit, lambda name: "h1"), str(tmp_path / "rep"), "T", check_mode=True)
+    style = rcp.styles(out["report"])
+    assert len({colour for colour, unused in style.values()}) == 3
+    assert style["eagle/3"][1] == "--" and style["base"][1] == style["other"][1] == "-"
+
+
+def test_a_record_naming_an_unknown_engine_is_refused():
+    rec = {"variant": "any name", "engine": "tgi", "outcome": "ok"}
+    with pytest.raises(InvalidInput, match="variant any name: unknown engine 'tgi'; known engines: "):
+        rcmp.compare({"h1": [rec]}, reference="any name")
