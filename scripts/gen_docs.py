@@ -7,6 +7,9 @@
     as plugins/module_utils/_gpu/patterns.py ENGINE_PATTERNS gathers them
   - protected GPU daemons: plugins/module_utils/_gpu/protect.py DAEMONS
   - role variables: roles/*/meta/argument_specs.yml
+  - vllm_server's deprecated speculative method list: the registry (Engine.speculative_methods)
+  - the fleet's variants (_fleet's fleet_variant choices, compare_engines.yml's defaults): each
+    engine's labels, plugins/plugin_utils/_report/outcome.py engine_settings
 
 Each generated block sits between two marker lines, which keep their indentation:
 
@@ -117,6 +120,45 @@ def _engine_names(first=()):
     return render
 
 
+def variants():
+    """(base variants, EAGLE-3 variants) in the registry's order: the labels engine_settings gives."""
+    engine_patterns()  # puts the collection on sys.path
+    from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import (  # pylint: disable=import-outside-toplevel
+        outcome,
+    )
+    settings = [outcome.engine_settings(name) for name in engine_patterns()]
+    return [s["label"] for s in settings], [s["eagle_label"] for s in settings]
+
+
+def _fleet_variants(kind):
+    """_fleet's fleet_variant choices: every base variant, then every EAGLE-3 one."""
+    if kind != "yaml":
+        raise ValueError("fleet-variants is a YAML block")
+    base, eagle = variants()
+    return ["choices: [%s]" % ", ".join(base + eagle)]
+
+
+def _compare_variants(kind):
+    """compare_engines.yml's default variants, as two play variables."""
+    if kind != "yaml":
+        raise ValueError("compare-variants is a YAML block")
+    base, eagle = variants()
+    return ["_compare_base_variants: [%s]" % ", ".join(base), "_compare_eagle_variants: [%s]" % ", ".join(eagle)]
+
+
+def _speculative_methods(name):
+    """An engine's speculative methods (Engine.speculative_methods), as a YAML list."""
+    def render(kind):
+        if kind != "yaml":
+            raise ValueError("speculative-methods is a YAML block")
+        engine_patterns()  # puts the collection on sys.path
+        from ansible_collections.gpufleet.serving.plugins.module_utils._engines import (  # pylint: disable=import-outside-toplevel
+            registry,
+        )
+        return ["- %s" % m for m in registry.get(name).speculative_methods]
+    return render
+
+
 def _gpu_daemons(kind):
     if kind == "yaml":
         return [_yaml_item("The GPU system daemons: %s." % ", ".join("C(%s)" % d for d in daemons()))]
@@ -183,6 +225,9 @@ BLOCKS = {
     "engine-names-auto": _engine_names(["auto"]),
     "gpu-daemons": _gpu_daemons,
     "sglang-kill-set": _sglang_kill_set,
+    "speculative-methods-vllm": _speculative_methods("vllm"),
+    "fleet-variants": _fleet_variants,
+    "compare-variants": _compare_variants,
 }
 BLOCKS.update({"role-variables-%s" % r: _role_variables(r) for r in ROLES})
 BLOCKS["experiment-format"] = _experiment_format
@@ -196,6 +241,10 @@ FILES = [
     "plugins/modules/llm_benchmark.py",
     "plugins/lookup/engine_patterns.py",
     "roles/sglang_server/meta/argument_specs.yml",
+    "roles/vllm_server/vars/main.yml",
+    "roles/eagle_drafter/meta/argument_specs.yml",
+    "roles/_fleet/meta/argument_specs.yml",
+    "playbooks/compare_engines.yml",
     "docs/gpu_release.md",
     "docs/playbooks.md",
 ] + ["roles/%s/README.md" % r for r in ROLES]

@@ -17,7 +17,7 @@ set), so the suite's own logic can be tried on a machine without a GPU.
 --ignore-term sets SIG_IGN instead, which gpu_release answers with SIGKILL at once).
 --leader-exit ends the main thread (pthread_exit) once the ready line is out, while
 another thread keeps the process and its GPU memory: /proc/PID shows a zombie leader
-with an empty cmdline, maps and fd list (issue 11, item 5).
+with an empty cmdline, maps and fd list.
 """
 import argparse
 import ctypes

@@ -471,7 +471,7 @@ def case_namespace_init(s):
 def case_daemon_title(s):
     """A job titled nvidia-persistenced that matches a pattern is released: a title never protects.
 
-    Issue 11, item 4: a GPU daemon is protected by what it runs (its executable) and who runs it,
+    A GPU daemon is protected by what it runs (its executable) and who runs it,
     not by a title anyone can set; a process whose command line matches a pattern is never
     protected by its comm or title alone.
     """

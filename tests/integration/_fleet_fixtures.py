@@ -93,7 +93,7 @@ class Fleet:
     def hold_gpu(self, index, gpu, mib, title, daemon=False):
         """Start a detached fake-GPU holder on the host; return its PID (host's namespace).
 
-        daemon: run it as the daemon's executable (a GPU daemon by identity, issue 11)."""
+        daemon: run it as the daemon's executable (a GPU daemon by identity)."""
         out = self.ssh(index, "%s %s gpu hold \"$FAKE_NVML_ROOT\" --gpu %d --mib %d --title %s --detach%s"
                        % (PY, SIMCTL, gpu, mib, title, " --daemon-exe" if daemon else "")).stdout
         return int(out.strip().splitlines()[-1])

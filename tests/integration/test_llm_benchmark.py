@@ -220,7 +220,7 @@ def test_against_the_simulated_sglang(sim_server):
     assert lv["itl_ms"]["mean"] == pytest.approx(lv["tpot_ms"]["mean"], rel=0.25)
 
 
-# --- item 1: throughput that is true under variable lengths ------------------------------
+# --- throughput that is true under variable lengths -------------------------------------
 
 def _level_records(url, level, n, w, output_len=64, **kw):
     """Run one level directly and return (records, level dict), to see the window edges."""
@@ -250,7 +250,7 @@ def test_window_throughput_matches_the_server_on_random_lengths(server, level):
     truth = _server_tokens(s.url, start, end) / (end - start)
     assert lv["failed"] == 0
     assert lv["output_tok_s"] == pytest.approx(truth, rel=0.01), (level, lv["output_tok_s"], truth)
-    if level >= 16:  # what the old figure (counted requests only) gave: well below
+    if level >= 16:  # counting only the requests that completed inside the window: well below
         counted_only = lv["counted_output_tokens"] / lv["duration_s"]
         assert counted_only < 0.99 * truth
 
@@ -270,7 +270,7 @@ def test_server_counter_rate_and_ratio(server, per_finish):
     assert (lv["server_tok_s"], lv["server_ratio"]) == (None, None)
 
 
-# --- item 2: per-token ITL from the server's own counts ----------------------------------
+# --- per-token ITL from the server's own counts -----------------------------------------
 
 # k tokens, ms after the previous chunk: 20, 40, 20, 80, 20 ms a token (80%, 13%, 7% of tokens)
 PATTERN = "5:100,2:80,4:80,1:80,3:60"
@@ -319,7 +319,7 @@ def test_itl_without_per_chunk_usage_is_flagged_estimate(server):
     assert lv["itl_estimated"] is True and lv["itl_token_source"] == {"usage": 0, "average": 2}
 
 
-# --- items 3-5: connections, arrival rates, lengths, goodput, progress -------------------
+# --- connections, arrival rates, lengths, goodput, progress -----------------------------
 
 def test_per_request_connections_and_progress_file(server, tmp_path):
     s = server("--rate", "400", "--ttft", "0.01")
@@ -415,7 +415,7 @@ def test_requests_per_s_matches_the_servers_finished_requests(sim_server):
         assert lv["itl_chunk_ms"]["p50"] > 2 * lv["itl_ms"]["p50"]
 
 
-def test_new_options_through_ansible(server, tmp_path):
+def test_rates_goodput_connections_and_progress_through_ansible(server, tmp_path):
     s = server("--rate", "400", "--ttft", "0.01", "--tokens-per-chunk", "2")
     prog = tmp_path / "progress.log"
     res = ansible_module({"base_url": s.url, "request_rates": [20, 40], "max_concurrency": 4, "burstiness": 2,

@@ -315,7 +315,7 @@ def test_reset_hung_server_and_protected_daemon(request, tmp_path):
     # The hung server needed SIGKILL; the well-behaved one went on SIGTERM.
     assert results["sim-h1"]["sigkilled"] >= 1
     # ...except multiprocessing's resource tracker, which ignores SIGTERM (its own
-    # resource_tracker.main sets SIG_IGN) and so gets SIGKILL at once (issue 11, item 7).
+    # resource_tracker.main sets SIG_IGN) and so gets SIGKILL at once.
     assert results["sim-h2"]["sigkilled"] == 1
     assert any("resource_tracker" in c for c in results["sim-h2"]["killed_commands"])
     assert results["sim-h2"]["protected_holders"] == ["nvidia-persistenced"]

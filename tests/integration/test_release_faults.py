@@ -1,4 +1,4 @@
-"""gpu_release (and gpu_info) under faults, through `ansible` on the fake GPU kit (issue 7, part 2).
+"""gpu_release (and gpu_info) under faults, through `ansible` on the fake GPU kit.
 
 Every pattern kill runs in a private PID namespace (`ns`); holders are started in it too.
 Faults come from the fake kit's switches (`simctl gpu fault ROOT hang|lost N`), from an
@@ -254,9 +254,8 @@ def test_holder_stuck_in_d_state_fails_naming_it_its_state_and_gpu(gpu_root, ns,
 def test_term_timeout_beyond_timeout_still_kills_in_time(gpu_root, ns):
     """SIGKILL comes before the deadline even when term_timeout reaches past it.
 
-    Before the fix in _signals.release the SIGKILL went out at the deadline itself: the
-    holder died a moment after the last look and the task failed, calling a dead process
-    stuck ("state gone") and its GPU held.
+    A SIGKILL sent at the deadline itself would let the holder die a moment after the last
+    look, and the task would fail, calling a dead process stuck ("state gone") and its GPU held.
     """
     root, env = gpu_root
     pid = hold(root, 2, 1000, "sglang::scheduler_TP0", ns, env, catch_term=True)

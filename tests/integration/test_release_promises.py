@@ -1,6 +1,6 @@
-"""gpu_release keeps its promises under attack (issue 11, items 5-9 and 11), through `ansible`.
+"""gpu_release keeps its promises under attack, through `ansible`.
 
-Each test reproduces one way the module broke, on the fake GPU kit in a private PID
+Each test sets up one way a release can go wrong, on the fake GPU kit in a private PID
 namespace (`ns`): a thread group whose leader exited, respawns, a catastrophic pattern,
 EPERM, SIGTERM that cannot act, non-UTF-8 command lines, check mode, bad inputs.
 """

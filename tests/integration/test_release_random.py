@@ -1,4 +1,4 @@
-"""Randomised gpu_release trials on the fake GPU kit (issue 7, part 1).
+"""Randomised gpu_release trials on the fake GPU kit.
 
 Each trial builds a random process tree mixing pattern matches (`sglang::scheduler_TP3`,
 `python3 -m sglang.launch_server ...`), their descendants under unrelated titles, holders

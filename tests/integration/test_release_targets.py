@@ -1,7 +1,8 @@
-"""gpu_release picks its targets by what processes are, not by what they are called (issue 11).
+"""gpu_release picks its targets by what processes are, not by what they are called.
 
-Items 1-5 (holders), 10 and 12 of issue 11, through real `ansible` / `ansible-playbook` on the
-fake GPU kit, each in a private PID namespace (`ns`) so that no kill reaches outside it.
+Ansible's own processes, scope by GPU, GPUs by device identity, protection by identity, holders
+whose thread-group leader exited, the holders NVML lists, and speed on a busy host, through real
+`ansible` / `ansible-playbook` on the fake GPU kit, each in a private PID namespace (`ns`) so that no kill reaches outside it.
 """
 import json
 import os
@@ -66,7 +67,7 @@ def ns_pid_of(ns, needle, start=False):
     return found
 
 
-# ---- item 1: Ansible's own processes are never pattern matches --------------------------
+# ---- Ansible's own processes are never pattern matches --------------------------
 
 def fake_entry_point(tmp_path, name):
     """A script named like an Ansible entry point that only sleeps (another run of Ansible)."""
@@ -139,7 +140,7 @@ def test_async_release_does_not_kill_its_own_playbook(gpu_root, ns, tmp_path):
     assert not any(ns.alive(p) for p in server)
 
 
-# ---- item 2: scope by GPU ------------------------------------------------------------------
+# ---- scope by GPU ------------------------------------------------------------------
 
 def test_subset_leaves_a_tree_on_other_gpus_alone(gpu_root, ns):
     root, env = gpu_root
@@ -207,7 +208,7 @@ def test_descent_stops_at_another_session(gpu_root, ns):
     assert used(root)[5] == 1000
 
 
-# ---- item 3: GPUs by device identity -----------------------------------------------------
+# ---- GPUs by device identity -----------------------------------------------------
 
 def private_mount(*binds):
     """argv prefix: a private mount namespace with these (source, target) bind mounts."""
@@ -262,7 +263,7 @@ def test_a_mapping_of_an_unknown_nvidia_file_is_named(gpu_root, ns, tmp_path):
     proc.kill()
 
 
-# ---- item 4: protection by identity ------------------------------------------------------
+# ---- protection by identity ------------------------------------------------------
 
 @pytest.mark.parametrize("title", ["nvidia-persistenced --user nvidia-persistenced", "X :0"])
 def test_a_user_job_titled_like_a_daemon_is_swept(gpu_root, ns, title):
@@ -309,7 +310,7 @@ def test_ppid_2_under_tini_is_no_kernel_thread(gpu_root, tmp_path):
         space.stop()
 
 
-# ---- item 5 (holders): a thread group whose leader exited -----------------------------------
+# ---- holders: a thread group whose leader exited -----------------------------------
 
 def test_holder_whose_leader_exited_is_seen_per_thread(gpu_root, ns):
     root, env = gpu_root
@@ -317,8 +318,8 @@ def test_holder_whose_leader_exited_is_seen_per_thread(gpu_root, ns):
     poll(lambda: ns.state(pid) == "Z", what="leader a zombie")
     assert used(root)[1] == 2000  # the other thread still holds the GPU
     res = run_module("gpu_release", {"gpus": [1], "timeout": 4, "term_timeout": 1}, env=env, ns=ns)
-    # The sweep sees it: it is a target (signalled once liveness is read per thread, issue 11
-    # item 5), or at least the holder the failure names, never "no process visible here".
+    # The sweep sees it: it is a target (signalled once liveness is read per thread), or at
+    # least the holder the failure names, never "no process visible here".
     if res["_rc"] == 0:
         assert [k["pid"] for k in res["killed"]] == [pid]
     else:
@@ -327,7 +328,7 @@ def test_holder_whose_leader_exited_is_seen_per_thread(gpu_root, ns):
         assert pid in [h["pid"] for h in res["gpus"][0]["holders"]]
 
 
-# ---- item 10: holders NVML lists ------------------------------------------------------------
+# ---- holders NVML lists ------------------------------------------------------------
 
 def test_holder_nvml_lists_but_that_maps_nothing_is_swept(gpu_root, ns):
     root, env = gpu_root
@@ -344,7 +345,7 @@ def test_holder_nvml_lists_but_that_maps_nothing_is_swept(gpu_root, ns):
     monitor.kill()
 
 
-# ---- item 12: fast on a busy host -------------------------------------------------------------
+# ---- fast on a busy host -------------------------------------------------------------
 
 IDLE_COUNT = 2000
 
@@ -357,5 +358,5 @@ def test_noop_with_2000_idle_processes_is_fast(gpu_root, ns):
     poll(lambda: len(os.listdir("/proc/%d/root/proc" % ns.init_pid)) > IDLE_COUNT, what="sleepers")
     res = run_module("gpu_release", {"patterns": [SGLANG]}, env=env, ns=ns)
     assert res["_rc"] == 0 and res["changed"] is False, res.get("msg")
-    # Goal 0.3 s in the module (issue 11); this 2-core shared test machine gets twice that.
+    # Goal 0.3 s in the module; this 2-core shared test machine gets twice that.
     assert res["elapsed"] <= float(os.environ.get("GPUFLEET_NOOP_BUDGET", "0.6")), res["elapsed"]

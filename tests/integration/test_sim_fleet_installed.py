@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""gpufleet.serving.sim_fleet from an installed collection (issue 15, items 1 and 3).
+"""gpufleet.serving.sim_fleet from an installed collection.
 
 The collection is built with ansible-galaxy and installed into a temporary directory, as a
 user gets it; ansible-playbook runs there with only that copy on its collections path. The

@@ -6,8 +6,9 @@ Start (ready, vllm_server_result), a second run keeps the server, stop frees eve
 the survivor trap: with --sim-survivors, the API server killed by its PID leaves
 VLLM::EngineCore and the workers holding the GPUs, and state stopped (gpu_release with
 vLLM's kill set) kills them and verifies every GPU free. A speculative config with a drafter
-that does not fit the target, or a method vLLM does not know, fails before anything is
-stopped: the running server and its GPU memory stay as they were.
+that does not fit the target, or a method vLLM does not know (given in the config, or composed
+by the eagle_drafter role from its algorithm), fails before anything is stopped: the running
+server and its GPU memory stay as they were.
 """
 import json
 import os
@@ -64,6 +65,11 @@ REFUSED_PLAYBOOK = """\
           delegate_to: localhost
 """
 
+# eagle_drafter on vLLM in a block, as the fleet playbooks run it: the rescue saves how it failed.
+REFUSED_EAGLE_PLAYBOOK = REFUSED_PLAYBOOK.replace(
+    "name: gpufleet.serving.vllm_server", "name: gpufleet.serving.eagle_drafter").replace(
+    "vllm_server_drafter_check | default(none)", "eagle_drafter_check | default(none)")
+
 
 def _run(fleet, tmp_path, name, expect_rc=0, playbook_text=PLAYBOOK, **extra):
     playbook = tmp_path / ("%s.yml" % name)
@@ -114,9 +120,19 @@ def test_start_keep_stop(request, tmp_path):
     unknown = dict(mismatched, method="eagle4", model=os.path.join(MODELS, "aq-medai-kimi-k2-eagle3"))
     unused, refused = _run(fleet, tmp_path, "unknown", playbook_text=REFUSED_PLAYBOOK, vllm_server_extra_args=FAST,
                            vllm_server_api_key=KEY, vllm_server_speculative_config=unknown)
-    assert refused["task"] == "Check the speculative method", refused
-    assert "eagle4 is not a speculative method vLLM 0.33.0 knows" in refused["msg"] and "eagle3" in refused["msg"]
-    assert refused["check"] is None, refused  # refused before the drafter check
+    assert refused["task"] == "Plan the server (compose the launch, read what runs, decide)", refused
+    assert "speculative_config.method 'eagle4' is not a speculative method vLLM knows" in refused["msg"], refused
+    assert "eagle3" in refused["msg"], refused
+    assert refused["check"]["skipped"] is True, refused  # no drafter check for a method without one
+    # eagle_drafter's algorithm, lowercased into the composed config's method: refused in the plan too.
+    unused, refused = _run(fleet, tmp_path, "unknown-composed", playbook_text=REFUSED_EAGLE_PLAYBOOK,
+                           vllm_server_extra_args=FAST, vllm_server_api_key=KEY, eagle_drafter_engine="vllm",
+                           eagle_drafter_algorithm="EAGLE4",
+                           eagle_drafter_model_path=os.path.join(MODELS, "aq-medai-kimi-k2-eagle3"))
+    assert refused["task"] == "Plan the server (compose the launch, read what runs, decide)", refused
+    assert "speculative.algorithm 'EAGLE4' (vLLM method 'eagle4') is not a speculative method vLLM knows" in (
+        refused["msg"]), refused
+    assert refused["check"]["failed"] is False, refused  # the drafter itself fits
     assert sorted((g["index"], h["pid"]) for g in _gpus(fleet) for h in g["holders"]) == holders
     fleet.ssh(1, "kill -0 %d" % result["pid"])  # the same API server still runs
 

@@ -1,9 +1,11 @@
-"""vllm_server's check of vllm_server_speculative_config (roles/vllm_server/tasks/speculative.yml),
-run on localhost through the role itself (include_role tasks_from speculative), with the
-simulated models of sim/models as target and drafters: each refusal names what is wrong,
-an EAGLE-3 drafter that fits passes (also one named as only vLLM registers it) and is
-registered as vllm_server_drafter_check, a method
-without an EAGLE-3 drafter skips the drafter check. No server, no fleet: these run in seconds.
+"""The checks of vllm_server_speculative_config before anything is stopped, run on localhost:
+the role's own (include_role tasks_from speculative: a drafter and a token count, the drafter
+against the target), then server_plan's (the method, from the engine registry), with the
+simulated models of sim/models as target and drafters. Each refusal names what is wrong and
+fails in the task that checks it; an EAGLE-3 drafter that fits passes (also one named as only
+vLLM registers it) and is registered as vllm_server_drafter_check; a method without an EAGLE-3
+drafter skips the drafter check. No server, no fleet (server_plan only reads an empty state
+directory): these run in seconds.
 """
 import json
 import os
@@ -26,6 +28,16 @@ CASE = """\
       vars:
         vllm_server_model_path: "{{ target }}"
         vllm_server_speculative_config: "{{ case }}"
+    - name: Plan the server
+      gpufleet.serving.server_plan:
+        engine: vllm
+        model_path: "{{ target }}"
+        instance: vllm-speculative-check
+        state_dir: "{{ state_dir }}"
+        log_dir: "{{ state_dir }}"
+        supervisor: process
+        python: "{{ ansible_python_interpreter }}"
+        speculative_config: "{{ case }}"
     - name: Note that it passed
       ansible.builtin.set_fact:
         outcomes: "{{ outcomes + [{'failed': false, 'check': vllm_server_drafter_check | default(none)}] }}"
@@ -61,10 +73,9 @@ CASES = [
     ({"method": "eagle3", "model": MISMATCHED, "num_speculative_tokens": 3},
      "Check the drafter against the target before touching the server",
      "hidden_size differs: drafter hidden_size=4096, target hidden_size=7168"),
-    ({"model": GOOD, "num_speculative_tokens": 3}, "Check the speculative method",
-     "vllm_server_speculative_config has no method"),
-    ({"method": "EAGLE3", "model": GOOD}, "Check the speculative method",
-     "EAGLE3 is not a speculative method vLLM 0.33.0 knows: set method to one of"),
+    ({"model": GOOD, "num_speculative_tokens": 3}, "Plan the server", "speculative_config has no method"),
+    ({"method": "EAGLE3", "model": GOOD}, "Plan the server",
+     "speculative_config.method 'EAGLE3' is not a speculative method vLLM knows: set method to one of ngram,"),
     ({"method": "eagle3", "num_speculative_tokens": 3},
      "Check the speculative config names a drafter and a token count vLLM accepts", "needs `model`"),
     ({"method": "eagle3", "model": GOOD, "num_speculative_tokens": 0},
@@ -91,7 +102,8 @@ def test_speculative_configs(tmp_path):
     playbook.write_text(PLAYBOOK.format(case_file=case_file))
     out = tmp_path / "outcomes.json"
     proc = run_playbook(playbook, {"cases": [c for c, unused, unused_text in cases], "target": TARGET,
-                                   "out_file": str(out), "ansible_python_interpreter": PYTHON})
+                                   "out_file": str(out), "state_dir": str(tmp_path / "state"),
+                                   "ansible_python_interpreter": PYTHON})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     outcomes = json.loads(out.read_text())
     assert len(outcomes) == len(cases)

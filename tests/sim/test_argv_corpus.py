@@ -130,7 +130,7 @@ def test_real_parser_and_simulator_agree(name, argv, files, entry, code, message
 
 
 def test_role_examples_parse_with_real_sglang(tmp_path):
-    """CI guard (issue 16 item 5): every launch the roles compose for the example inventory
+    """Every launch the roles compose for the example inventory
     is one real SGLang accepts; a flag real SGLang does not know fails here."""
     refused = []
     for eagle in (False, True):
@@ -145,9 +145,6 @@ def test_role_examples_parse_with_real_sglang(tmp_path):
                 refused.append((eagle, bool(key), result.message.strip().splitlines()[-1]))
             else:
                 assert result.args.api_key == (key or None)
-    if refused and all("--cuda-graph-max-bs could match" in r[2] for r in refused):
-        pytest.xfail("the role still writes --cuda-graph-max-bs; the fix (--cuda-graph-max-bs-decode) "
-                     "is issue 16 item 3: %s" % refused)
     assert not refused, refused
 
 

@@ -8,7 +8,7 @@ $GPUFLEET_REAL_SGLANG / $GPUFLEET_REAL_VLLM (a directory holding `sglang/` or `v
 interpreter, else build/sglang-real (`make setup`) or build/vllm-real (`make setup-vllm`; `make test`
 runs both). Without them the cases skip, unless GPUFLEET_REQUIRE_REAL_SOURCES=1 (tests/run_all.sh,
 so CI) turns the skip into a failure: there, a check against the real wheel never goes quietly.
-Used by test_server_log_sources.py, test_bench_accept.py and test_vllm_sim.py.
+Used by test_server_log_sources.py, test_engine_sources.py, test_bench_accept.py and test_vllm_sim.py.
 """
 import importlib.metadata
 import os

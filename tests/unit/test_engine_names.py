@@ -8,6 +8,10 @@ filters' YAML docs).
 Every .py file under plugins/ is read with ast (no code runs): string constants and
 identifiers that name an engine are reported unless they are documentation or in ALLOWED,
 which lists each remaining use with its reason. An `if engine == "vllm"` fails here.
+
+roles/ and playbooks/ hold no list of engine names (or of their variants, `vllm+eagle3`) except
+between the markers of a block scripts/gen_docs.py writes from the registry: a YAML list or a
+Jinja list literal of two or more names fails here, so a new engine cannot be left out of one.
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ import pathlib
 import re
 
 import pytest
+import yaml
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "plugins"
 REGISTRY = PLUGINS / "module_utils" / "_engines"
+ENGINES = {"sglang", "vllm"}  # checked against the registry below
+GENERATED = re.compile(r"^\s*(#|<!--) BEGIN GENERATED ([\w-]+).*?^\s*\1 END GENERATED \2.*?$", re.M | re.S)
+JINJA_LIST = re.compile(r"\[\s*'([\w+]+)'\s*,\s*'([\w+]+)'")
 ENGINE_NAME = re.compile(r"sglang|vllm", re.IGNORECASE)
 DOC_BLOCKS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 
@@ -129,3 +137,45 @@ def test_non_python_files_under_plugins_are_documentation():
 ])
 def test_the_check_sees_code_and_skips_documentation(source, expected):
     assert engine_names_in(source, "x.py") == expected
+
+
+def test_the_name_list_here_is_the_registry():
+    from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
+    assert set(registry.names()) == ENGINES
+
+
+def _is_engine(word):
+    return isinstance(word, str) and word.split("+")[0] in ENGINES
+
+
+def engine_lists_in(text):
+    """Lists of two or more engine names or variants in a YAML file's TEXT, outside generated blocks."""
+    text = GENERATED.sub("", text)
+    found = [list(m.groups()) for m in JINJA_LIST.finditer(text) if all(_is_engine(w) for w in m.groups())]
+    stack = [yaml.safe_load(text)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            # Galaxy's search tags are documentation: they say what a role is about.
+            stack.extend(v for k, v in node.items() if k != "galaxy_tags")
+        elif isinstance(node, list):
+            if sum(_is_engine(item) for item in node) >= 2:
+                found.append(node)
+            stack.extend(node)
+    return found
+
+
+def test_roles_and_playbooks_list_engines_only_in_generated_blocks():
+    found = ["%s: %s" % (path.relative_to(REPO), names) for top in ("roles", "playbooks")
+             for path in sorted((REPO / top).rglob("*.yml")) for names in engine_lists_in(path.read_text(encoding="utf-8"))]
+    assert not found, "generate these from the registry (scripts/gen_docs.py):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("text, found", [
+    ("choices: [sglang, vllm]\n", [["sglang", "vllm"]]),
+    ("x: \"{{ v | default(['sglang+eagle3', 'vllm+eagle3']) }}\"\n", [["sglang+eagle3", "vllm+eagle3"]]),
+    ("a:\n  # BEGIN GENERATED names (scripts/gen_docs.py)\n  choices: [sglang, vllm]\n  # END GENERATED names\n", []),
+    ("galaxy_tags: [gpu, sglang, vllm]\ndefault: vllm\n", []),
+])
+def test_the_list_check_sees_lists_outside_generated_blocks(text, found):
+    assert engine_lists_in(text) == found

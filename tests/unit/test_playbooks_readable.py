@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The playbooks stay readable (issue 13, item 3): short, and their logic in Python.
+"""The playbooks stay readable: short, and their logic in Python.
 
 No Jinja macro, no test on a task's name, no list built with append, no Jinja loop or
 block tag; the decisions and lines are the gpufleet.serving filters' (plugins/filter/).

@@ -90,6 +90,13 @@ class Engine:
     # speculative settings -> {num_steps, eagle_topk, num_draft_tokens} as the engine runs them
     speculative_numbers: Callable[[dict], dict]
     check_drafter: Callable[[list], None]  # raise InvalidInput for a drafter it cannot load
+    # The speculative methods it accepts, spelled as it compares them: server_plan refuses any
+    # other before anything is read or stopped.
+    speculative_methods: tuple[str, ...]
+    speculative_method: Callable[[str], str]  # server_plan's speculative.algorithm -> the name it looks up
+    # The server_plan option holding a user's speculative config, a dict whose `method` is
+    # checked too; None where the engine takes its speculative settings as free arguments.
+    speculative_config_option: str | None
     # --- processes --------------------------------------------------------------------
     kill_patterns: tuple[str, ...]    # regexes over command lines: the engine's whole tree
     process_titles: tuple[str, ...]   # command lines its processes show (each matched above)

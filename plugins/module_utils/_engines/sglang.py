@@ -46,6 +46,21 @@ def check_architectures(archs: list) -> None:
                        "(expected %s)" % (archs, expected))
 
 
+# The algorithms sglang 0.5.23 builds in: SpeculativeAlgorithm.from_string upper-cases the
+# name and takes a member of the enum (sglang/srt/speculative/spec_info.py; NONE means none)
+# or an alias in _RESERVED_ALIASES, NEXTN for EAGLE (sglang/srt/speculative/spec_registry.py).
+# A name a plugin registers (SpeculativeAlgorithm.register) is not known here: pass it in
+# speculative_args, which are not checked. tests/unit/plugins/module_utils/test_engine_sources.py
+# reads the list from the wheel.
+SPECULATIVE_ALGORITHMS = ("DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM",
+                          "NEXTN")
+
+
+def speculative_method(algorithm: str) -> str:
+    """SGLang compares the algorithm upper-cased (eagle3 is EAGLE3)."""
+    return algorithm.upper()
+
+
 def speculative_options(spec: dict) -> dict:
     """--speculative-algorithm ALG --speculative-draft-model-path DRAFTER, and the three numbers
     when num_steps is set (null leaves SGLang's own choice of all three)."""
@@ -94,6 +109,9 @@ ENGINE = Engine(
     speculative_options=speculative_options,
     speculative_numbers=speculative_numbers,
     check_drafter=check_architectures,
+    speculative_methods=SPECULATIVE_ALGORITHMS,
+    speculative_method=speculative_method,
+    speculative_config_option=None,
     # SGLang's own kill set (sglang 0.5.23: sglang/cli/killall.py, which also matches the
     # `sglang serve` entry point; older: scripts/killall_sglang.sh).
     kill_patterns=(r"sglang::", r"sglang\.launch_server", r"sglang\.bench",

@@ -51,12 +51,34 @@ def check_architectures(archs: list) -> None:
                        % (archs, [eagle3_name(a) for a in archs], ", ".join(EAGLE3_ARCHITECTURES), hint))
 
 
+# The methods vLLM 0.33.0 accepts in --speculative-config's `method`: SpeculativeMethod in
+# vllm/config/speculative.py (with EagleModelTypes, MTPModelTypes, NgramGPUTypes,
+# DFlashModelTypes and DSparkModelTypes spelled out), compared as written (a pydantic
+# Literal). The MTP model types other than `mtp` are deprecated there (rewritten to `mtp` with
+# a warning) but still accepted. tests/unit/plugins/module_utils/test_engine_sources.py reads
+# the list from the wheel.
+SPECULATIVE_METHODS = (
+    "ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3", "extract_hidden_states",
+    "dflash", "ngram_gpu", "dspark", "mtp",
+    "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp",
+    "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp",
+    "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
+    "bailing_hybrid_mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp",
+    "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
+)
+
+
+def speculative_method(algorithm: str) -> str:
+    """The composed config's `method`: the algorithm lowercased (EAGLE3 -> eagle3)."""
+    return algorithm.lower()
+
+
 def speculative_options(spec: dict) -> dict:
     """--speculative-config {"method": "eagle3", "model": DRAFTER, "num_speculative_tokens": STEPS}.
 
     vLLM's EAGLE proposes a chain (top-k 1) of num_speculative_tokens tokens, SGLang's steps;
     without it vLLM takes the drafter config's n_predict (vllm/config/speculative.py, 0.33.0)."""
-    config = {"method": spec["algorithm"].lower(), "model": spec["draft_model_path"]}
+    config = {"method": speculative_method(spec["algorithm"]), "model": spec["draft_model_path"]}
     if spec.get("num_steps") is not None:
         config["num_speculative_tokens"] = spec["num_steps"]
     return {"speculative_config": config}
@@ -98,6 +120,9 @@ ENGINE = Engine(
     speculative_options=speculative_options,
     speculative_numbers=speculative_numbers,
     check_drafter=check_architectures,
+    speculative_methods=SPECULATIVE_METHODS,
+    speculative_method=speculative_method,
+    speculative_config_option="speculative_config",
     # vLLM 0.33.0: engine cores and workers retitle themselves VLLM::EngineCore,
     # VLLM::Worker_TP<r> and can outlive a killed API server (vllm issues 55510, 34643);
     # the entry points run as python -m vllm.entrypoints.* (the set reset.yml always used),

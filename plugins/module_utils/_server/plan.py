@@ -22,6 +22,7 @@ from typing import Any, Callable, List, Tuple
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine import Engine, merge_option
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import parse_systemctl_show
@@ -84,6 +85,33 @@ def speculative(p: dict[str, Any], engine: Engine) -> dict[str, Any]:
     composed = engine.speculative_options(spec)
     return {"options": {k: merge_option(v, p.get(k)) for k, v in composed.items()},
             "numbers": engine.speculative_numbers(spec)}
+
+
+def check_speculative_method(p: dict[str, Any], engine: Engine) -> None:
+    """Refuse a speculative method the engine does not know, naming the option and the methods it
+    knows: the composed `speculative`'s algorithm and the `method` of a user's speculative config.
+
+    The engine would refuse it only at launch, after the running server was torn down. A user's
+    config without `method` is refused too, unless `speculative` composes one (the engine would
+    guess it from the drafter's directory name)."""
+    known = ", ".join(engine.speculative_methods)
+    spec = p.get("speculative")
+    if spec:
+        method = engine.speculative_method(spec["algorithm"])
+        if method not in engine.speculative_methods:
+            raise InvalidInput("speculative.algorithm %r (%s method %r) is not a speculative method %s knows: "
+                               "set it to one of %s" % (spec["algorithm"], engine.title, method, engine.title, known))
+    config = p.get(engine.speculative_config_option) if engine.speculative_config_option else None
+    if not config:
+        return
+    if "method" not in config:
+        if spec:
+            return  # the composed method, checked above, stays
+        raise InvalidInput("%s has no method (%s would guess it from the drafter's directory name): set method to "
+                           "one of %s" % (engine.speculative_config_option, engine.title, known))
+    if config["method"] not in engine.speculative_methods:
+        raise InvalidInput("%s.method %r is not a speculative method %s knows: set method to one of %s"
+                           % (engine.speculative_config_option, config["method"], engine.title, known))
 
 
 def server_argv(p: dict[str, Any], engine: Engine, entry: str, secret_config: str,
@@ -206,7 +234,11 @@ def dirs_ready(p: dict[str, Any]) -> bool:
 
 def plan(p: dict[str, Any], run: Runner, systemctl: str | None = None,
          check_health: Callable[[str], int | None] = health) -> dict[str, Any]:
-    """compose + what runs + health + decision + (before a launch) the entry point, version and directories."""
+    """compose + what runs + health + decision + (before a launch) the entry point, version and directories.
+
+    A speculative method the engine does not know is refused first, before anything is read."""
+    if p["state"] != "stopped":
+        check_speculative_method(p, _registry.get(p.get("engine")))
     out = compose(p)
     where = out["paths"]
     if out["supervisor"] == "systemd":

@@ -1,4 +1,4 @@
-"""Fake-GPU holders for tests/integration/test_release_promises.py (issue 11).
+"""Fake-GPU holders for tests/integration/test_release_promises.py.
 
 usage: promise_holder.py MODE ROOT GPU MIB [TITLE] [EXTRA ARGV...]
 

@@ -182,7 +182,7 @@ def oracle(nodes, opts, selected):
                 stack.append(kid)
         return found
 
-    # Trees (issue 11): a match with its descendants (one session here); with a GPU subset
+    # Trees: a match with its descendants (one session here); with a GPU subset
     # a tree whose unprotected members hold only unselected GPUs is left alone; one holding
     # no GPU at all (no CUDA_VISIBLE_DEVICES here) counts as every GPU.
     depth = {n["id"]: 0 for n in nodes}
@@ -233,7 +233,7 @@ def _node(root, nodes, node, wfd):
                 if os.fork() == 0:
                     _node(root, nodes, kid, wfd)
         if node["kind"] == "daemon":
-            # A GPU daemon is what it runs (issue 11): exec a root-owned copy of the
+            # A GPU daemon is what it runs: exec a root-owned copy of the
             # interpreter named like the daemon; it holds the memory and reports.
             exe, env = daemon_exe(root, node["title"])
             os.set_inheritable(wfd, True)
@@ -357,7 +357,7 @@ def check(trial, pids, result, error, gone_ids, outsiders_gone):
             problems.append("failed_to_kill: %s" % result["failed_to_kill"])
         if result.get("changed") != bool(expected):
             problems.append("changed %s with %d expected" % (result.get("changed"), len(expected)))
-    want_fail = bool(trial["unfree"])  # check mode predicts the real run's failure too (issue 11)
+    want_fail = bool(trial["unfree"])  # check mode predicts the real run's failure too
     if want_fail != (error is not None):
         problems.append("error %r, expected %s" % (error, "a failure on GPUs %s" % trial["unfree"]
                                                    if want_fail else "success"))

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Ansible's own processes, recognised by what they run (issue 11 item 1)."""
+"""Ansible's own processes, recognised by what they run."""
 
 from __future__ import annotations
 

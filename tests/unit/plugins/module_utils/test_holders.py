@@ -179,7 +179,7 @@ def test_devices_dir(monkeypatch, option, env, expected):
     assert holders.DEVICES_ENV == "GPUFLEET_NVIDIA_DEVICES"
 
 
-# ---- issue 11: device identity, per-thread holders ---------------------------------------
+# ---- device identity, per-thread holders -------------------------------------------------
 
 def test_a_renamed_file_is_the_gpu_it_is(tmp_path, devices, start_holder):
     """A container's node named nvidia0 that is GPU 3 (here: a hard link), found by identity."""
@@ -224,7 +224,7 @@ ctypes.CDLL(None).syscall(60 if os.uname().machine == "x86_64" else 93, 0)  # SY
 
 
 def test_a_thread_group_whose_leader_exited_is_read_per_thread(devices, own_procs):
-    """Issue 11 item 5: the leader is a zombie with empty maps and fds; another thread holds GPU 1."""
+    """The leader is a zombie with empty maps and fds; another thread holds GPU 1."""
     proc = own_procs.python(LEADER_EXITS, devices)
     assert proc.stdout.readline().strip() == "ready"
 

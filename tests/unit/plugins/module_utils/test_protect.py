@@ -137,7 +137,7 @@ def test_gpu_daemon_by_executable_and_system_user(daemon, uid):
 
 @pytest.mark.parametrize("daemon", DAEMONS)
 def test_daemon_title_or_comm_of_another_program_is_not_protected(daemon):
-    """Issue 11 item 4: `nobody`'s (or root's) python titled like a daemon is no daemon."""
+    """`nobody`'s (or root's) python titled like a daemon is no daemon."""
     for uid in (0, 65534, 1000):
         info = proc(400, 1, ["/usr/sbin/%s --user nvidia" % daemon], name=daemon[:15], uid=uid)
         assert reason_of(info) is None
@@ -184,7 +184,7 @@ def test_not_daemons(argv, exe):
 
 
 def test_kernel_thread_by_flag_not_by_ppid():
-    """Issue 11 item 4: in a PID namespace PID 2 is the launcher under tini, not kthreadd."""
+    """In a PID namespace PID 2 is the launcher under tini, not kthreadd."""
     table = {1: proc(1, 0, "tini -s -- bash launch.sh"),
              2: proc(2, 1, "bash launch.sh"),
              3: proc(3, 2, ["sglang::scheduler_TP0"]),

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Trees, sessions and placement by GPU (issue 11 item 2), on hand-built tables."""
+"""Trees, sessions and placement by GPU, on hand-built tables."""
 
 from __future__ import annotations
 

@@ -79,8 +79,8 @@ def test_supervisor_choice(requested, mgr, expected):
     assert pl.choose_supervisor(requested, mgr) == expected
 
 
-def test_fingerprint_is_the_former_jinja_fingerprint():
-    """A server launched by the former set_fact fingerprint is kept after the upgrade."""
+def test_fingerprint_equals_the_jinja_fingerprint_of_earlier_releases():
+    """A server that a release computing the fingerprint in Jinja launched is kept after an upgrade."""
     composed = pl.compose(params(api_key="k", gpus=[2, 3], env={"NCCL_DEBUG": "WARN"}))
     expr = ("{{ {'argv': launch, 'env': env, 'supervisor': 'process', 'key': key | hash('sha256')}"
             " | to_json | hash('sha256') }}")
@@ -316,3 +316,42 @@ def test_no_speculative_settings_add_nothing():
     for engine in ({}, VLLM):
         composed = pl.compose(params(**engine))
         assert (composed["speculative_argv"], composed["speculative_numbers"]) == ([], None)
+
+
+# A speculative method the engine does not know fails the plan before anything is read or stopped.
+def _no_command(argv):
+    raise AssertionError("refused before any command, got %r" % (argv,))
+
+
+@pytest.mark.parametrize("more, words", [
+    ({"speculative": dict(DRAFT, algorithm="EAGLE4")},
+     "speculative.algorithm 'EAGLE4' (SGLang method 'EAGLE4') is not a speculative method SGLang knows: "
+     "set it to one of DFLASH, UNO, DSPARK, EAGLE, EAGLE3,"),
+    (dict(VLLM, speculative=dict(DRAFT, algorithm="EAGLE4")),
+     "speculative.algorithm 'EAGLE4' (vLLM method 'eagle4') is not a speculative method vLLM knows: "
+     "set it to one of ngram, draft_model,"),
+    (dict(VLLM, speculative_config={"method": "EAGLE3", "model": "/models/eagle3"}),
+     "speculative_config.method 'EAGLE3' is not a speculative method vLLM knows: set method to one of ngram,"),
+    (dict(VLLM, speculative_config={"model": "/models/eagle3"}),
+     "speculative_config has no method (vLLM would guess it from the drafter's directory name): "
+     "set method to one of ngram,"),
+], ids=["sglang-composed", "vllm-composed", "vllm-config", "vllm-config-without-method"])
+def test_unknown_speculative_method_is_refused_before_anything_is_read(tmp_path, more, words):
+    with pytest.raises(pl.InvalidInput) as err:
+        pl.plan(params(state_dir=str(tmp_path), **more), _no_command,
+                check_health=lambda url: pytest.fail("no health"))
+    assert words in err.value.msg
+    assert "eagle3" in err.value.msg.lower()
+
+
+@pytest.mark.parametrize("more", [
+    {"speculative": dict(DRAFT, algorithm="eagle3")},  # SGLang upper-cases it
+    {"speculative": dict(DRAFT, algorithm="NEXTN")},  # SGLang's alias of EAGLE
+    dict(VLLM, speculative=DRAFT),
+    dict(VLLM, speculative_config={"method": "ngram", "num_speculative_tokens": 4}),
+    dict(VLLM, speculative=DRAFT, speculative_config={"num_speculative_tokens": 2}),  # the composed method stays
+    {"state": "stopped", "speculative": dict(DRAFT, algorithm="EAGLE4")},  # a stop does not launch
+], ids=["sglang-lowercase", "sglang-alias", "vllm-composed", "vllm-config", "vllm-merged", "stop"])
+def test_known_speculative_method_or_a_stop_passes(tmp_path, more):
+    out = pl.plan(params(state_dir=str(tmp_path), **more), lambda argv: (0, "1.0\n", ""))
+    assert out["decision"] in ("relaunch", "stop")

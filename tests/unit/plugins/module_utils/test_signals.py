@@ -19,7 +19,7 @@ from tests.support.polling import poll
 from tests.support.procfs import state as proc_state
 
 OBEY = "import sys; print('ready', flush=True); sys.stdin.read()"
-# Handles SIGTERM and lives on (a SIG_IGN process gets SIGKILL at once: test_signal_promises.py).
+# Handles SIGTERM and lives on (a SIG_IGN process gets SIGKILL at once: test_signal_targets.py).
 SURVIVE_TERM = ("import signal, sys; signal.signal(signal.SIGTERM, lambda *a: None); "
                 "print('ready', flush=True); sys.stdin.read()")
 ECHO = "import sys\nprint('ready', flush=True)\nfor line in sys.stdin:\n    print(line.strip(), flush=True)"

@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The release's own decisions (_gpu/release.py): a refused signal names become, an engine adds
+its kill set to the patterns, an unknown engine is refused before anything runs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import ENGINE_PATTERNS
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
+
+
+def test_eperm_message_for_a_non_root_user_says_become(monkeypatch):
+    from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release as _release
+
+    class Denied:  # the parts of a _signals.Target that _fail_if_denied reads
+        pid, denied, signals, info = 4242, True, [], ProcInfo(4242, 1, 0.0, "root", ["sglang::x"], "x", "sleeping")
+
+        def result(self):
+            return {"pid": self.pid, "cmdline": "sglang::x", "user": "root", "error": "not permitted to signal: EPERM"}
+
+        def state(self):
+            return "sleeping"
+
+        def close(self):
+            pass
+
+    releaser = _release.Releaser.__new__(_release.Releaser)
+    releaser.start = time.monotonic()
+    monkeypatch.setattr(_release.os, "geteuid", lambda: 65534)
+    with pytest.raises(GpuFleetError) as err:
+        releaser._fail_if_denied([Denied()], {})  # pylint: disable=protected-access
+    assert err.value.msg == ("not permitted to signal: pid 4242 (sglang::x) of user root; this module runs as "
+                             "user nobody: run the task with become: true (or as the owner of these processes)")
+
+
+def _release_params(**given):
+    params = {k: None for k in release.ReleaseOptions.FIELDS}
+    params.update(patterns=[], engine=None, sweep=True)
+    params.update(given)
+    return params
+
+
+@pytest.mark.parametrize("engine, patterns, expected", [
+    (None, [], []),  # unset: no pattern at all
+    ([], ["sglang::"], ["sglang::"]),
+    (["vllm"], [], ENGINE_PATTERNS["vllm"]),
+    (["vllm"], ["my_job"], ["my_job"] + ENGINE_PATTERNS["vllm"]),
+    (["any"], [r"VLLM::"], [r"VLLM::"] + [p for pats in ENGINE_PATTERNS.values() for p in pats if p != r"VLLM::"]),
+    (["sglang", "vllm"], [], ENGINE_PATTERNS["sglang"] + ENGINE_PATTERNS["vllm"]),
+])
+def test_engine_adds_its_kill_set_to_patterns(monkeypatch, engine, patterns, expected):
+    seen = {}
+
+    class Recorder:
+        def __init__(self, opts, check_mode=False):
+            seen["patterns"] = opts.patterns
+
+        def run(self):
+            return {"changed": False}
+
+    monkeypatch.setattr(release, "Releaser", Recorder)
+    release.release_gpus(_release_params(engine=engine, patterns=patterns))
+    assert seen["patterns"] == expected
+
+
+def test_unknown_engine_refused_before_anything_runs(monkeypatch):
+    monkeypatch.setattr(release, "Releaser", None)  # would fail loudly if reached
+    with pytest.raises(InvalidInput, match="unknown engine 'trt'"):
+        release.release_gpus(_release_params(engine=["trt"]))
