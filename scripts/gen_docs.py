@@ -74,6 +74,7 @@ def _yaml_item(text, width=100):
 def _markdown_text(text):
     """Ansible doc markup (C() V() O() E() P() I()) as Markdown."""
     text = re.sub(r"P\(([\w.]+)#\w+\)", r"`\1`", text)
+    text = re.sub(r"O\([\w.]+#\w+:([\w.]+)\)", r"`\1`", text)  # another plugin's option: its name
     text = re.sub(r"[CVOE]\(([^)]*)\)", r"`\1`", text)
     text = re.sub(r"I\(([^)]*)\)", r"*\1*", text)
     return text.replace("|", "\\|")
@@ -218,6 +219,21 @@ def _experiment_format(kind):
     return lines
 
 
+def _benchmark_keys(kind):
+    """The playbooks' `benchmark` keys: the _fleet role's fleet_benchmark suboptions."""
+    if kind != "markdown":
+        raise ValueError("benchmark-keys is a Markdown block")
+    engine_patterns()  # puts the collection on sys.path
+    from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import (  # pylint: disable=import-outside-toplevel
+        schema,
+    )
+    lines = ["| key | type | meaning |", "| --- | --- | --- |"]
+    for key, spec in schema.benchmark_options().items():
+        kind_ = spec.get("type", "str") + (" of %s" % spec["elements"] if spec.get("elements") else "")
+        lines.append("| `%s` | %s | %s |" % (key, kind_, _markdown_text(spec.get("description", ""))))
+    return lines
+
+
 BLOCKS = {
     "engine-patterns": _engine_patterns,
     "engine-choices": _engine_choices,
@@ -231,6 +247,7 @@ BLOCKS = {
 }
 BLOCKS.update({"role-variables-%s" % r: _role_variables(r) for r in ROLES})
 BLOCKS["experiment-format"] = _experiment_format
+BLOCKS["benchmark-keys"] = _benchmark_keys
 
 FILES = [
     "plugins/doc_fragments/gpu.py",

@@ -7,8 +7,8 @@
 - a variant's ``server``: the engine server role's options (roles/ENGINE_server/meta/argument_specs.yml)
   without the ``ENGINE_server_`` prefix, less those the experiment sets through its own keys;
 - a variant's ``speculative``: server_plan's ``speculative`` suboptions (plugins/modules/server_plan.py);
-- ``benchmark``: the _fleet role's ``benchmark`` entry point options (``fleet_bench_*``), less those
-  the playbook sets itself.
+- ``benchmark``: the ``fleet_benchmark`` suboptions of the _fleet role's ``benchmark`` entry point
+  (the fleet playbooks' ``benchmark`` variable takes the same keys).
 
 The collection root is found from this file, so the same code works in the checkout and in an
 installed collection (roles/ is a sibling of plugins/).
@@ -60,9 +60,6 @@ SERVER_OWN_KEYS = {"state": "the playbook starts and stops each variant",
                    "speculative_args": "use the variant's `speculative` key",
                    "speculative_config": "use the variant's `speculative` key",
                    "env": "use the variant's `env` key"}
-BENCH_PREFIX = "fleet_bench_"
-# Benchmark options the playbook sets per host and variant.
-BENCH_OWN_KEYS = ("label", "base_url", "api_key", "progress_file", "records_dir")
 
 
 def _yaml_file(*parts):
@@ -98,11 +95,9 @@ def speculative_options():
 
 @functools.lru_cache(maxsize=None)
 def benchmark_options():
-    """{option without fleet_bench_: its spec} of the _fleet role's benchmark entry point."""
+    """{key: its spec} of fleet_benchmark, the _fleet role's benchmark entry point's one dict of llm_benchmark options."""
     spec = _yaml_file("roles", "_fleet", "meta", "argument_specs.yml")
-    options = spec["argument_specs"]["benchmark"]["options"]
-    return {name[len(BENCH_PREFIX):]: opt for name, opt in options.items()
-            if name.startswith(BENCH_PREFIX) and name[len(BENCH_PREFIX):] not in BENCH_OWN_KEYS}
+    return dict(spec["argument_specs"]["benchmark"]["options"]["fleet_benchmark"]["options"])
 
 
 def _is(value, kind):
