@@ -79,7 +79,7 @@ def merge(benchmark, older, defaults, valid):
         if problem:
             raise InvalidInput("%s.%s %s" % (VARIABLE, key, problem))
     options = {key: value for key, value in defaults.items() if key in valid}
-    options.update({key: value for key, value in older.values()})
+    options.update(dict(older.values()))
     options.update({key: value for key, value in benchmark.items() if value is not None})
     warning = "; ".join("%s is deprecated: use %s: {%s: ...}" % (name, VARIABLE, key) for name, (key, dummy) in older.items())
     return options, warning

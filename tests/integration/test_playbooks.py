@@ -22,6 +22,9 @@ pytestmark = needs_fleet
 SHORT_BENCH = {"swap_bench_levels": [1, 4], "swap_bench_requests_per_level": 4,
                "swap_bench_warmup_requests": 1, "swap_bench_input_len": 64,
                "swap_bench_output_len": 32}
+# The same settings as the one benchmark dict the playbooks take.
+BENCH = {"benchmark": {"levels": [1, 4], "requests_per_level": 4, "warmup_requests": 1, "input_len": 64,
+                       "output_len": 32}}
 
 
 def summary_lines(output, host):
@@ -164,17 +167,20 @@ def test_swap_to_eagle_benchmark_and_back_to_base(request, tmp_path, engine):
 
 def test_swap_to_eagle_gates_and_the_rollback_to_the_base_server(request, tmp_path):
     fleet = start_fleet(request, tmp_path, 1, 2487)
-    # A gate that does not exist fails before anything runs, naming it.
-    run = fleet.playbook("swap_to_eagle.yml", dict(SHORT_BENCH, swap_gates={"min_accept_len": 2}))
+    # A gate or a benchmark key that does not exist fails before anything runs, naming it.
+    run = fleet.playbook("swap_to_eagle.yml", dict(BENCH, swap_gates={"min_accept_len": 2}))
     assert run.returncode != 0 and "swap_gates.min_accept_len: unknown gate" in run.output, run.output[-4000:]
+    run = fleet.playbook("swap_to_eagle.yml", {"benchmark": {"level": [1]}})
+    assert run.returncode != 0 and "benchmark.level: unknown key; the valid keys are levels," in run.output, \
+        run.output[-4000:]
     assert fleet.ssh(1, "pgrep -f 'sglang[:.]' || true").stdout.strip() == ""
 
     # An acceptance length of 99 cannot be reached: the EAGLE-3 server fails its gate, and the
     # base server is relaunched and waited for until ready.
     report_dir = tmp_path / "report"
-    run = fleet.playbook("swap_to_eagle.yml", dict(SHORT_BENCH, swap_report_dir=str(report_dir),
+    run = fleet.playbook("swap_to_eagle.yml", dict(BENCH, swap_report_dir=str(report_dir),
                                                    swap_gates={"min_acceptance_length": 99, "max_failed_requests": 0}))
-    assert run.returncode != 0, run.output[-6000:]
+    assert run.returncode != 0 and "DEPRECATION" not in run.output, run.output[-6000:]
     line = summary_lines(run.output, "sim-h1")[-1]
     assert "sim-h1: FAILED at stage gates" in line and "min_acceptance_length" in line, line
     assert "server left: base server (restored, ready in" in line, line
@@ -186,7 +192,7 @@ def test_swap_to_eagle_gates_and_the_rollback_to_the_base_server(request, tmp_pa
     assert [g["gate"] for g in failed] == ["min_acceptance_length"] and failed[0]["value"] > 1.5, host["gates"]
 
     # swap_rollback: false leaves the EAGLE-3 server as it is.
-    run = fleet.playbook("swap_to_eagle.yml", dict(SHORT_BENCH, swap_report_dir=str(report_dir), swap_rollback=False,
+    run = fleet.playbook("swap_to_eagle.yml", dict(BENCH, swap_report_dir=str(report_dir), swap_rollback=False,
                                                    swap_gates={"min_acceptance_length": 99}))
     assert run.returncode != 0, run.output[-6000:]
     assert "server left: EAGLE-3 server" in summary_lines(run.output, "sim-h1")[-1]
