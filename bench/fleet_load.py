@@ -138,8 +138,8 @@ def main():
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root: the simulated hosts are PID and mount namespaces")
-    bench_vars = {"swap_bench_levels": args.levels, "swap_bench_requests_per_level": 4,
-                  "swap_bench_warmup_requests": 1, "swap_bench_input_len": 64, "swap_bench_output_len": 32}
+    bench_vars = {"benchmark": {"levels": args.levels, "requests_per_level": 4, "warmup_requests": 1,
+                                "input_len": 64, "output_len": 32}}
     tmp = os.path.join(REPO, "build", "bench", "fleet_load", "out")
     os.makedirs(tmp, exist_ok=True)
     walls = {1: {}, args.hosts: {}}

@@ -32,7 +32,7 @@ log="$work/ansible.log"
 demo_fleet_up "$ssh_port" "SGLang on :$server_port"
 
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-1}
-vars=$(printf '{"sglang_server_port": %d, "swap_report_dir": "%s", "swap_bench_levels": [1, 16], "swap_bench_requests_per_level": 16, "swap_bench_warmup_requests": 4, "swap_bench_input_len": 128, "swap_bench_output_len": 64}' \
+vars=$(printf '{"sglang_server_port": %d, "swap_report_dir": "%s", "benchmark": {"levels": [1, 16], "requests_per_level": 16, "warmup_requests": 4, "input_len": 128, "output_len": 64}}' \
        "$server_port" "$report_dir")
 
 echo "== launch the base SGLang server (playbooks/launch.yml)"

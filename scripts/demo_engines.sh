@@ -29,7 +29,7 @@ report_dir=${DEMO_REPORT_DIR:-$repo/build/demo-engines/report}
 demo_fleet_up "$ssh_port" "servers on :$server_port"
 
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-1}
-vars=$(printf '{"compare_eagle": true, "sglang_server_port": %d, "vllm_server_port": %d, "compare_report_dir": "%s", "compare_bench_levels": [1, 16], "compare_bench_requests_per_level": 16, "compare_bench_warmup_requests": 4, "compare_bench_input_len": 128, "compare_bench_output_len": 64}' \
+vars=$(printf '{"compare_eagle": true, "sglang_server_port": %d, "vllm_server_port": %d, "compare_report_dir": "%s", "benchmark": {"levels": [1, 16], "requests_per_level": 16, "warmup_requests": 4, "input_len": 128, "output_len": 64}}' \
        "$server_port" "$server_port" "$report_dir")
 
 echo "== compare the engines (playbooks/compare_engines.yml)"
