@@ -107,7 +107,7 @@ def run(inventory, path, results, server_port, limit=None, spread=False):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--variants", type=int, default=4)
     parser.add_argument("--ssh-port", type=int, default=2621)
     parser.add_argument("--server-port", type=int, default=30621)

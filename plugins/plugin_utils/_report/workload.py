@@ -215,7 +215,8 @@ def category_table(table, titles=None):
         intro += ("tok/s: each category's own pass at that concurrency, its items alone (llm_benchmark "
                   "category_passes), since the categories share the server within a level.")
     else:
-        intro += "tok/s is not split by category, since the categories share the server within a level."
+        intro += ("tok/s is not split by category, since the categories share the server within a level "
+                  "(the benchmark option category_passes measures it, one pass per category).")
     if any(src.startswith("pass_") for f in figs for src in f.get("accept_sources") or []):
         intro += (" Acceptance marked * is from the server's counters around the category's own pass (the engine "
                   "gives none per request).")
