@@ -97,6 +97,12 @@ def _markdown_default(spec):
 
 # --- generated blocks: name -> function(kind) returning lines (without indentation) ---
 
+def _markdown_table(head, rows):
+    """A Markdown table: HEAD the column names, ROWS tuples of cell texts."""
+    return (["| %s |" % " | ".join(head), "|%s" % (" --- |" * len(head))]
+            + ["| %s |" % " | ".join(row) for row in rows])
+
+
 def _engine_patterns(kind):
     rows = list(engine_patterns().items())
     if kind == "yaml":
@@ -179,12 +185,12 @@ def _role_variables(role):
         path = os.path.join(REPO, "roles", role, "meta", "argument_specs.yml")
         with open(path, encoding="utf-8") as handle:
             options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
-        lines = ["| name | default | meaning |", "| --- | --- | --- |"]
+        rows = []
         for name, spec in options.items():
             desc = spec.get("description", "")
             desc = " ".join(desc) if isinstance(desc, list) else desc
-            lines.append("| `%s` | %s | %s |" % (name, _markdown_default(spec), _markdown_text(desc)))
-        return lines
+            rows.append(("`%s`" % name, _markdown_default(spec), _markdown_text(desc)))
+        return _markdown_table(("name", "default", "meaning"), rows)
     return render
 
 
@@ -202,15 +208,15 @@ def _experiment_format(kind):
     )
 
     def table(head, rows):
-        return ["| %s | type | meaning |" % head, "| --- | --- | --- |"] + [
-            "| `%s` | %s | %s |" % (key, kind_, _markdown_text(meaning)) for key, (kind_, meaning) in rows.items()]
+        return _markdown_table((head, "type", "meaning"), [
+            ("`%s`" % key, kind_, _markdown_text(meaning)) for key, (kind_, meaning) in rows.items()])
 
     def names(options):
         return ", ".join("`%s`" % name for name in options)
 
     lines = table("top-level key", schema.TOP_FORMAT) + [""] + table("variant key", schema.VARIANT_FORMAT) + [""]
-    lines += ["| gate | meaning |", "| --- | --- |"]
-    lines += ["| `%s` | %s |" % (name, _markdown_text(meaning)) for name, meaning in gates.GATE_DOCS.items()]
+    lines += _markdown_table(("gate", "meaning"), [("`%s`" % name, _markdown_text(meaning))
+                                                   for name, meaning in gates.GATE_DOCS.items()])
     lines += ["", "Keys of `server`, per engine (its server role's variables without the prefix; "
               "`ansible-doc -t role gpufleet.serving.ENGINE_server` documents each):", ""]
     lines += ["- %s: %s" % (e.name, names(schema.server_options(e.name + "_server"))) for e in registry.engines()]
@@ -227,11 +233,11 @@ def _benchmark_keys(kind):
     from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import (  # pylint: disable=import-outside-toplevel
         schema,
     )
-    lines = ["| key | type | meaning |", "| --- | --- | --- |"]
+    rows = []
     for key, spec in schema.benchmark_options().items():
         kind_ = spec.get("type", "str") + (" of %s" % spec["elements"] if spec.get("elements") else "")
-        lines.append("| `%s` | %s | %s |" % (key, kind_, _markdown_text(spec.get("description", ""))))
-    return lines
+        rows.append(("`%s`" % key, kind_, _markdown_text(spec.get("description", ""))))
+    return _markdown_table(("key", "type", "meaning"), rows)
 
 
 BLOCKS = {

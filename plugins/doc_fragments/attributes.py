@@ -30,6 +30,20 @@ attributes:
       - This action does not modify state.
 """
 
+    # Action plugins that run on the controller only (the reports, the experiment plan).
+    CONTROLLER_ACTION = r"""
+options: {}
+attributes:
+  diff_mode:
+    support: none
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+"""
+
     # module_defaults passes a group's defaults to each member, so every member takes the options
     # its fragment names (tests/unit/test_action_groups.py checks them against the modules).
     # Literal strings: ansible-test's yamllint reads doc fragments from the source.

@@ -36,19 +36,12 @@ author:
   - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
+  - gpufleet.serving.attributes.controller_action
 attributes:
   check_mode:
     support: full
     details:
       - In check mode the report is built and returned, and no file is written.
-  diff_mode:
-    support: none
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-  async:
-    description: Supports being used with the C(async) keyword.
-    support: none
 options:
   results:
     description:

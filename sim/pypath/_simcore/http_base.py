@@ -75,6 +75,13 @@ class UvicornHandler(BaseHTTPRequestHandler):
         scheme, unused, token = (self.headers.get("Authorization") or "").partition(" ")
         return token if scheme.lower() == "bearer" else None
 
+    def _key_ok(self, guarded, keys):
+        """Whether the request may go on: the path is not GUARDED, the server has no KEYS, or the
+        bearer token is one of them; otherwise the 401 is sent (False)."""
+        if not guarded or not keys or self._bearer() in keys:
+            return True
+        return self._unauthorized()
+
     def _unauthorized(self):
         """401 {"error": "Unauthorized"}, as both engines' API-key middleware answers; False."""
         self.close_connection = True  # the unread body must not be taken for a request

@@ -30,11 +30,7 @@ class Handler(http_base.UvicornHandler):
 
     def _authorized(self):
         key = self.server.app.args.api_key
-        if not key or self.path.startswith(OPEN_PREFIXES):
-            return True
-        if self._bearer() == key:
-            return True
-        return self._unauthorized()
+        return self._key_ok(not self.path.startswith(OPEN_PREFIXES), [key] if key else [])
 
     # --- routing --------------------------------------------------------------------
     def do_GET(self):

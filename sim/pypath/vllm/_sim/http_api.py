@@ -28,12 +28,7 @@ class Handler(http_base.UvicornHandler):
         logs.uvicorn(line)
 
     def _authorized(self, path):
-        keys = self.server.app.args.api_keys
-        if not keys or not path.startswith(GUARDED_PREFIX):
-            return True
-        if self._bearer() in keys:
-            return True
-        return self._unauthorized()
+        return self._key_ok(path.startswith(GUARDED_PREFIX), self.server.app.args.api_keys)
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]

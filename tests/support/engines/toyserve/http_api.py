@@ -32,11 +32,7 @@ class Handler(http_base.UvicornHandler):
 
     def _authorized(self, path):
         key = self.server.app.args.api_key
-        if not key or not path.startswith("/v1"):
-            return True
-        if self._bearer() == key:
-            return True
-        return self._unauthorized()
+        return self._key_ok(path.startswith("/v1"), [key] if key else [])
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]
