@@ -22,7 +22,8 @@ callback (bench/callbacks), the wall time of each benchmark task:
 i.e. Ansible, SSH, the plan of every variant, the checks, the stop, the GPU release and its NVML
 verification, the record written on the controller, and the report. The server-start figure of
 the same run is the mean ready_seconds. The spread ratio is the spread run's wall time over the
-1-host run's. Prints figures; asserts nothing about time.
+1-host run's. Prints both figures and the load average before and after (the machine's other
+work weighs on both); asserts nothing about time.
 
     .venv/bin/python bench/experiment_overhead.py [--variants 4] [--ssh-port 2621] [--server-port 30621]
 
@@ -106,6 +107,10 @@ def run(inventory, path, results, server_port, limit=None, spread=False):
     return wall, records, times
 
 
+def _load(triple):
+    return "/".join("%.2f" % x for x in triple)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--variants", type=int, default=4)
@@ -114,6 +119,7 @@ def main():
     parser.add_argument("--top", type=int, default=15, help="slowest tasks to list")
     args = parser.parse_args()
     root = os.path.join(REPO, "build", "bench", "experiment")
+    load_before = os.getloadavg()
     fleet("down", root)
     fleet("up", root, "--hosts", "2", "--port", str(args.ssh_port))
     try:
@@ -130,7 +136,8 @@ def main():
         sys.exit("expected %d ok records per run, got %d and %d" % (args.variants, len(ready), len(two_records)))
     bench = sum(s for name, s in one_times.items() if BENCH_TASK in name)
     overhead = (one_wall - sum(ready) - bench) / args.variants
-    print("experiment.yml on the simulated fleet (fast profile), %d base-SGLang variants" % args.variants)
+    print("experiment.yml on the simulated fleet (fast profile), %d base-SGLang variants; load average "
+          "(1, 5, 15 min) before %s, after %s" % (args.variants, _load(load_before), _load(os.getloadavg())))
     print("  1 host : wall %.1f s; server start-up (ready_seconds) mean %.2f s, sum %.1f s; benchmark tasks %.1f s"
           % (one_wall, sum(ready) / len(ready), sum(ready), bench))
     print("  overhead per variant beyond the server's start-up and the benchmark: %.2f s" % overhead)

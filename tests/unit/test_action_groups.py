@@ -26,6 +26,7 @@ EXCLUDED = {
     "engine_report": "a controller action merging result files; shares no option",
     "experiment_plan": "a controller action reading an experiment file; shares no option",
     "experiment_report": "a controller action merging result files; shares no option",
+    "experiment_record": "a controller action writing one variant's record; shares no option",
 }
 
 

@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The experiment's results on the controller, one file per host and variant, for resuming.
 
-Layout: RESULTS_DIR/records/HOST/VARIANT.json, written by the playbook as each variant
-finishes: the variant record (_fleet's variant.yml: variant, outcome, stage, reason, bench,
+Layout: RESULTS_DIR/records/HOST/VARIANT.json, written (write_record, through the
+experiment_record action) as each variant finishes: the variant record (_fleet's variant.yml: variant, outcome, stage, reason, bench,
 server, teardown) plus `fingerprint`, `host` and `finished_at`. Host and variant names are
 quoted into file names (record_file), since a variant name may hold '/' or start with '.'.
 
@@ -79,6 +79,22 @@ def scan(results_dir, experiment):
 def recorded(results_dir, experiment):
     """{host: {variant: record}} of the records whose fingerprint is the variant's current one."""
     return scan(results_dir, experiment)["recorded"]
+
+
+def write_record(path, record, now=None):
+    """RECORD with finished_at (UTC, ISO 8601) as PATH, its directory created: written to a
+    temporary file beside it, then renamed, so an interruption never leaves half a record (a
+    re-run would read it as unreadable and run the variant again). The record as written."""
+    out = dict(record, finished_at=(now or datetime.datetime.now(datetime.timezone.utc)).isoformat())
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    partial = os.path.join(directory, ".%s.partial" % os.path.basename(path))
+    with open(partial, "w", encoding="utf-8") as fh:
+        json.dump(out, fh, indent=4, sort_keys=True)
+        fh.write("\n")
+    os.chmod(partial, 0o644)
+    os.replace(partial, path)
+    return out
 
 
 def start_fresh(results_dir, now=None):

@@ -84,3 +84,21 @@ def test_start_fresh_never_overwrites_an_earlier_move(tmp_path):
         store.start_fresh(tmp_path, now=now)
     assert sorted(os.listdir(tmp_path)) == ["records.old-20260501T100000", "records.old-20260501T100000-2"]
     assert store.start_fresh(tmp_path) is None
+
+
+def test_a_written_record_is_whole_and_counts_on_the_next_run(experiment, kit, tmp_path):
+    exp = experiment()
+    record = kit.record(exp, "h1", "eagle/3", kit.level(1, 60.0))
+    record.pop("finished_at", None)
+    path = store.record_file(tmp_path, "h1", "eagle/3")
+    when = datetime.datetime(2026, 5, 1, 10, 0, tzinfo=datetime.timezone.utc)
+    written = store.write_record(path, record, now=when)
+    assert written == dict(record, finished_at="2026-05-01T10:00:00+00:00")
+    # Only the record is left in the directory (no temporary file), readable by all, written by root.
+    assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]
+    assert oct(os.stat(path).st_mode & 0o777) == "0o644"
+    assert store.scan(tmp_path, exp)["recorded"]["h1"] == {"eagle/3": written}
+    # Written again (a variant run again): replaced whole.
+    again = store.write_record(path, dict(record, outcome="failed"), now=when)
+    assert store.scan(tmp_path, exp)["recorded"]["h1"] == {"eagle/3": again} and again["outcome"] == "failed"
+    assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]
