@@ -206,6 +206,12 @@ options:
         (C(return_spec_tokens_details) is sent to an SGLang server when records are kept or the
         workload has categories). Written after each level, outside its timing.
     type: path
+  request_records_to:
+    description:
+      - Path on the controller to copy O(request_records) to when the run ends, in the same task (the action
+        plugin does it over the connection; through C(slurp) when the task becomes another user). Not in check
+        mode (nothing is written then) and not with C(async).
+    type: path
   temperature:
     description:
       - Sampling temperature sent with every request.
@@ -582,6 +588,10 @@ request_records:
   description: Absolute path of the per-request JSONL file on the host.
   returned: when O(request_records) is set
   type: str
+request_records_to:
+  description: O(request_records_to), once the records were copied there.
+  returned: when O(request_records_to) is set, not in check mode
+  type: str
 config:
   description: The load (api, input_len, output_len, requests_per_level, warmup_requests, temperature).
   returned: success
@@ -633,6 +643,8 @@ def main():
                 output_len_mode=dict(type="str", choices=["fixed", "dataset"], default="fixed"),
             ), required_if=[("source", "file", ["path"])]),
             request_records=dict(type="path"),
+            # Taken by the action plugin (a controller path); listed so the documentation matches.
+            request_records_to=dict(type="path"),
             temperature=dict(type="float", default=0.0),
             seed=dict(type="int", default=0),
             repeats=dict(type="int", default=1),

@@ -147,6 +147,13 @@ def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request
         assert rec["outcome"] == "ok", rec
         assert rec["server"]["relaunched"] is True and rec["teardown"]["verified"] is True, rec
         assert rec["speculative"] is rel.endswith("eagle3.json"), rec
+        # The stop's own NVML check is the teardown's evidence: every GPU read free.
+        assert rec["teardown"]["gpus_free"] == rec["teardown"]["gpus_selected"] > 0, rec
+        assert rec["teardown"]["gpus_used"] == [], rec
+        # The per-request records came to the controller with the benchmark's own task.
+        host, name = rel[:-len(".json")].split("/")
+        requests = (results / "requests" / ("%s-%s.jsonl" % (host, name))).read_text().splitlines()
+        assert sorted({json.loads(line)["concurrency"] for line in requests}) == [1, 4], requests[:2]
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [], report["failures"]
     for index in (1, 2):
