@@ -93,6 +93,11 @@ def test_a_new_engine_runs_through_the_playbooks_with_its_registry_file_only(req
     run = {"playbooks": collection / "playbooks",
            "env": {"ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "collections")}}
 
+    # Check mode composes the command line and starts nothing.
+    check = fleet.playbook("launch.yml", toy, args=("--check",), **run)
+    assert check.returncode == 0, check.output[-6000:]
+    assert holders(fleet) == []
+
     launch = fleet.playbook("launch.yml", toy, **run)
     assert launch.returncode == 0, launch.output[-6000:]
     assert re.search(r"sim-h1: %s relaunched, ready after [\d.]+ s" % re.escape(url), launch.output), launch.output[-3000:]
@@ -115,6 +120,8 @@ def test_a_new_engine_runs_through_the_playbooks_with_its_registry_file_only(req
 
     down = fleet.playbook("teardown.yml", toy, **run)
     assert down.returncode == 0, down.output[-6000:]
+    assert re.search(r"sim-h1: stopped toyserve-%d \(was running: True\); GPUs verified free after [\d.]+ s"
+                     % fleet.server_port, down.output), down.output[-3000:]
     assert holders(fleet) == []
     # The same playbook in the checkout itself does not know the engine, and says which it knows.
     unknown = fleet.playbook("teardown.yml", toy)
