@@ -166,6 +166,20 @@ def _speculative_methods(name):
     return render
 
 
+def _tested_version(name):
+    """The engine release the collection is tested against (Engine.tested_version), as the
+    role variable NAME_server_tested_version."""
+    def render(kind):
+        if kind != "yaml":
+            raise ValueError("tested-version is a YAML block")
+        engine_patterns()  # puts the collection on sys.path
+        from ansible_collections.gpufleet.serving.plugins.module_utils._engines import (  # pylint: disable=import-outside-toplevel
+            registry,
+        )
+        return ['%s_server_tested_version: "%s"' % (name, registry.get(name).tested_version)]
+    return render
+
+
 def _gpu_daemons(kind):
     if kind == "yaml":
         return [_yaml_item("The GPU system daemons: %s." % ", ".join("C(%s)" % d for d in daemons()))]
@@ -248,6 +262,8 @@ BLOCKS = {
     "gpu-daemons": _gpu_daemons,
     "sglang-kill-set": _sglang_kill_set,
     "speculative-methods-vllm": _speculative_methods("vllm"),
+    "tested-version-sglang": _tested_version("sglang"),
+    "tested-version-vllm": _tested_version("vllm"),
     "fleet-variants": _fleet_variants,
     "compare-variants": _compare_variants,
 }
@@ -264,6 +280,7 @@ FILES = [
     "plugins/modules/llm_benchmark.py",
     "plugins/lookup/engine_patterns.py",
     "roles/sglang_server/meta/argument_specs.yml",
+    "roles/sglang_server/vars/main.yml",
     "roles/vllm_server/vars/main.yml",
     "roles/eagle_drafter/meta/argument_specs.yml",
     "roles/_fleet/meta/argument_specs.yml",

@@ -109,7 +109,7 @@ class Fleet:
 
     # ---- ansible -----------------------------------------------------------
 
-    def playbook_cmd(self, name, extra_vars=None, inventories=(), args=()):
+    def playbook_cmd(self, name, extra_vars=None, inventories=(), args=(), playbooks=REPO / "playbooks"):
         cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory), *args]
         for inv in inventories:
             cmd += ["-i", str(inv)]
@@ -117,12 +117,14 @@ class Fleet:
         progress = str(self.dir / "bench.progress")
         defaults = {"sglang_server_port": self.server_port,
                     "bench_progress_file": progress, "swap_bench_progress_file": progress}
-        cmd += [str(REPO / "playbooks" / name), "-e", json.dumps(dict(defaults, **(extra_vars or {})))]
+        cmd += [str(Path(playbooks) / name), "-e", json.dumps(dict(defaults, **(extra_vars or {})))]
         return cmd
 
-    def playbook(self, name, extra_vars=None, inventories=(), timeout=300, args=()):
-        proc = subprocess.run(self.playbook_cmd(name, extra_vars, inventories, args), cwd=str(REPO),
-                              env=ansible_env(), capture_output=True, text=True,
+    def playbook(self, name, extra_vars=None, inventories=(), timeout=300, args=(), playbooks=REPO / "playbooks",
+                 env=None):
+        """Run playbooks/NAME (from PLAYBOOKS: another copy of the collection) with ENV over ansible_env()."""
+        proc = subprocess.run(self.playbook_cmd(name, extra_vars, inventories, args, playbooks), cwd=str(REPO),
+                              env=dict(ansible_env(), **(env or {})), capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL, check=False)
         proc.output = proc.stdout + proc.stderr
         return proc

@@ -77,6 +77,13 @@ class Engine:
     # --- naming -----------------------------------------------------------------------
     name: str                 # the one word: option values, NAME_server role, variant names
     title: str                # as people write it, in reports and messages
+    # Whether a public role gpufleet.serving.NAME_server maps its variables onto the internal
+    # _server role. Without one the playbooks drive _server themselves, reading the host's
+    # NAME_server_* variables (roles/_fleet/tasks/server_direct.yml has their defaults).
+    server_role: bool
+    # The release the collection is tested against (its flags, log lines, entry point): a host
+    # with another one gets a warning at launch, and the launch goes on.
+    tested_version: str
     # --- install and launch -----------------------------------------------------------
     package: str              # the distribution whose version the probe reads
     module: str               # its import name (the probe's fallback: MODULE.__version__)

@@ -80,6 +80,9 @@ def speculative_numbers(spec: dict) -> dict:
 ENGINE = Engine(
     name="sglang",
     title="SGLang",
+    server_role=True,
+    # The pin in requirements-sglang.txt.
+    tested_version="0.5.23",
     package="sglang",
     module="sglang",
     # `sglang serve`: the entry point sglang 0.5.23 recommends (sglang/launch_server.py warns

@@ -95,6 +95,9 @@ def speculative_numbers(spec: dict) -> dict:
 ENGINE = Engine(
     name="vllm",
     title="vLLM",
+    server_role=True,
+    # The pin in requirements-vllm.txt.
+    tested_version="0.33.0",
     package="vllm",
     module="vllm",
     # `vllm serve MODEL ...` (vllm/entrypoints/cli/serve.py: the model is positional).

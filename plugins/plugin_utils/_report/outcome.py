@@ -40,9 +40,10 @@ RESET_HEADER = RESET_ROW % ("host", "outcome", "killed", "GPUs free", "seconds",
 
 
 # The engines the playbooks drive (their `engine` variable, default: the registry's first).
-# Each has a server role gpufleet.serving.NAME_server whose facts are NAME_server_result /
-# NAME_server_teardown and whose variables are NAME_server_*; its default port is the
-# engine's (Engine.default_port, the role's defaults/main.yml).
+# Each has server variables NAME_server_* and facts NAME_server_result / NAME_server_teardown,
+# set by its public role gpufleet.serving.NAME_server or, for an engine without one, by the
+# internal _server role straight from those variables; its default port is the engine's
+# (Engine.default_port).
 DEFAULT_ENGINE = _registry.DEFAULT
 
 
@@ -176,7 +177,7 @@ def bench_line(host: str, url: str, run: Any = None, error: Any = None) -> str:
 
 def engine_settings(name: Any, host: Any = "", port: Any = "", instance: Any = "") -> dict:
     """What the playbooks need to know of the engine NAME (a registry name; empty: the default):
-    its title, server role, the names of that role's facts, the report labels, and with the
+    its title, tested version, server role (and whether it is the engine's own), the names of that role's facts, the report labels, and with the
     server's HOST, PORT and INSTANCE variables (empty: the role's defaults) its URL and
     instance name. ValueError, naming the choices, for any other engine."""
     name = _text(name) or DEFAULT_ENGINE
@@ -191,7 +192,10 @@ def engine_settings(name: Any, host: Any = "", port: Any = "", instance: Any = "
     port = spec.default_port if _absent(port) else int(port)
     prefix = name + "_server_"
     return {
-        "name": name, "title": spec.title, "role": "gpufleet.serving." + prefix[:-1],
+        "name": name, "title": spec.title, "tested_version": spec.tested_version,
+        # An engine without a public role runs the internal one straight from its variables.
+        "role": "gpufleet.serving." + (prefix[:-1] if spec.server_role else "_server"),
+        "own_role": spec.server_role, "default_port": spec.default_port,
         "vars_prefix": prefix, "result_fact": prefix + "result", "teardown_fact": prefix + "teardown",
         "label": name, "eagle_label": name + "+eagle3",
         "url": "http://%s:%d" % ("[%s]" % host if ":" in host else host, port),

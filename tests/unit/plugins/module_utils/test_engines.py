@@ -25,12 +25,16 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
+from tests.support.engines import toyserve_engine
 
-ENGINES = registry.engines()
+# The test-only engine is held to the same rules: an engine file that passes here is what
+# tests/integration/test_new_engine.py runs through the playbooks.
+REGISTERED = registry.engines()
+ENGINES = REGISTERED + (toyserve_engine.ENGINE,)
 IDS = [e.name for e in ENGINES]
 MODULES = "ansible_collections.gpufleet.serving.plugins.modules."
 # Fields an engine may leave empty: what it does not have (vLLM has no model-info or server-info path).
-MAY_BE_EMPTY = {"model_flag", "model_info_paths", "server_info_paths", "server_info_keys",
+MAY_BE_EMPTY = {"speculative_methods", "model_flag", "model_info_paths", "server_info_paths", "server_info_keys",
                 "server_info_accept_length", "causes", "per_request_acceptance", "speculative_config_option"}
 
 
@@ -67,7 +71,7 @@ def test_every_field_is_defined(engine):
 
 
 def test_names_are_unique_and_the_first_is_the_default():
-    assert len(set(registry.names())) == len(ENGINES) and registry.DEFAULT == registry.names()[0]
+    assert len(set(registry.names())) == len(REGISTERED) and registry.DEFAULT == registry.names()[0]
     assert all(re.fullmatch(r"[a-z][a-z0-9_]*", n) for n in registry.names())  # role prefix NAME_server_
     assert registry.get("") is registry.get(registry.DEFAULT)
     with pytest.raises(InvalidInput, match="unknown engine 'tgi'; known engines: %s" % ", ".join(registry.names())):
@@ -85,6 +89,10 @@ def test_option_table_rows_are_server_plan_options(engine, monkeypatch):
 
 @pytest.mark.parametrize("engine", ENGINES, ids=IDS)
 def test_speculative_options_are_rows_of_the_table(engine):
+    if not engine.speculative_methods:
+        with pytest.raises(InvalidInput, match="no speculative decoding"):
+            engine.speculative_options({})
+        return
     spec = {"algorithm": "EAGLE3", "draft_model_path": "/d", "num_steps": 2, "eagle_topk": 1, "num_draft_tokens": 3}
     options = engine.speculative_options(spec)
     rows = {o for o, unused, unused in engine.option_flags}
@@ -124,11 +132,11 @@ def test_every_engine_is_in_each_list_the_code_derives():
     from ansible_collections.gpufleet.serving.plugins.module_utils._bench import run
     from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare, compare_plot, outcome
     assert list(patterns.ENGINE_PATTERNS) == registry.names()
-    assert run.GENERATION_COUNTERS == tuple(e.generated_tokens for e in ENGINES)
-    assert run.REQUEST_COUNTERS == tuple(e.finished_requests for e in ENGINES)
+    assert run.GENERATION_COUNTERS == tuple(e.generated_tokens for e in REGISTERED)
+    assert run.REQUEST_COUNTERS == tuple(e.finished_requests for e in REGISTERED)
     assert set(compare.VARIANTS) == set(registry.names()) | {n + "+eagle3" for n in registry.names()}
     assert set(compare_plot.STYLE) == set(compare.VARIANTS)
-    for engine in ENGINES:
+    for engine in REGISTERED:
         settings = outcome.engine_settings(engine.name)
         assert (settings["title"], settings["url"]) == (engine.title, "http://127.0.0.1:%d" % engine.default_port)
 
