@@ -137,6 +137,11 @@ def _engine(src, path, raw):
             raise src.error(path + ("engine",), "unknown engine %r; did you mean %s? known engines: %s"
                             % (name, near, known))
         raise src.error(path + ("engine",), "unknown engine %r; known engines: %s" % (name, known))
+    if not _registry.get(name).server_role:
+        # The variant's settings are checked against, and applied through, the engine's role.
+        raise src.error(path + ("engine",), "engine %r has no server role (gpufleet.serving.%s_server), which an "
+                        "experiment variant runs through; run it with launch.yml, benchmark.yml and teardown.yml"
+                        % (name, name))
     return name
 
 

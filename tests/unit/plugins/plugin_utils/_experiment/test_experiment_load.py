@@ -223,3 +223,16 @@ def test_the_module_documentation_names_every_key_the_code_takes():
     keys = schema.TOP_KEYS + schema.VARIANT_KEYS + tuple(schema.benchmark_options()) + gt.GATE_NAMES \
         + tuple(schema.speculative_options())
     assert [k for k in keys if "C(%s)" % k not in text] == []
+
+
+def test_an_engine_without_a_server_role_is_refused_at_its_line(tmp_path, monkeypatch):
+    """An engine with its registry file only (tests/integration/test_new_engine.py) runs through
+    launch.yml and its peers; an experiment variant needs the engine's role, and says so."""
+    from tests.support.engines import toyserve_engine
+
+    monkeypatch.setattr(registry, "ENGINES", registry.ENGINES + (toyserve_engine.ENGINE,))
+    path = write(tmp_path, GOOD.replace("engine: %s\n    speculative" % VL, "engine: toyserve\n    speculative"))
+    with pytest.raises(InvalidInput) as err:
+        ld.load(path, ["h1"])
+    assert str(err.value).startswith("%s:16: variants[2].engine: engine 'toyserve' has no server role" % path), err.value
+    assert "launch.yml, benchmark.yml and teardown.yml" in str(err.value)
