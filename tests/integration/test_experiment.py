@@ -28,6 +28,7 @@ EXAMPLES = os.path.join(paths.REPO, "docs", "examples")
 MODELS = os.path.join(paths.REPO, "sim", "models")
 KIMI = os.path.join(MODELS, "kimi-k2.5-int4")
 DRAFTER = os.path.join(MODELS, "aq-medai-kimi-k2-eagle3")
+MISMATCHED = os.path.join(MODELS, "mismatched-eagle3")  # an EAGLE-3 drafter of another target
 LEFT = "pgrep -af 'sglang[:.]|VLLM::|vllm serve' | grep -v pgrep || true"
 SHORT_BENCH = {"levels": [1, 4], "requests_per_level": 4, "warmup_requests": 1,
                "input_len": 64, "output_len": 32}
@@ -43,7 +44,7 @@ else:
 """
 
 
-def _on_the_simulator(name, fleet, tmp_path, gates=None):
+def _on_the_simulator(name, fleet, tmp_path, gates=None, drafter=DRAFTER):
     """docs/examples/NAME.experiment.yml with the simulator's models, its ports and short benchmarks."""
     with open(os.path.join(EXAMPLES, name + ".experiment.yml"), encoding="utf-8") as handle:
         doc = yaml.safe_load(handle)
@@ -51,7 +52,7 @@ def _on_the_simulator(name, fleet, tmp_path, gates=None):
     for variant in doc["variants"]:
         variant["server"].update(model_path=KIMI, port=fleet.server_port, ready_timeout=120)
         if variant.get("speculative"):
-            variant["speculative"]["draft_model_path"] = DRAFTER
+            variant["speculative"]["draft_model_path"] = drafter
         variant.pop("gates", None)
     if gates is not None:
         doc["gates"] = gates
@@ -124,6 +125,14 @@ def test_check_mode_prints_a_plan_the_engines_parse_and_changes_nothing(request,
         got = json.loads(cp.stdout)
         assert "exit" not in got and (got["model"], got["tp"]) == (KIMI, 8), (name, got, cp.stderr)
         assert (got["spec"] or {}).get("method") == ("eagle3" if name.endswith("eagle3") else None), got
+
+    # A drafter its target cannot take stops the host at the plan, before any teardown.
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    run = _run(fleet, _on_the_simulator("kimi-k25-eagle3", fleet, bad, drafter=MISMATCHED), results)
+    assert run.returncode != 0 and "Check the drafter against its target: sglang-eagle3" in run.output, run.output[-6000:]
+    assert "hidden_size differs: drafter hidden_size=4096, target hidden_size=" in run.output, run.output[-6000:]
+    assert _snapshot(fleet, 1) == before
 
 
 def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request, tmp_path):
