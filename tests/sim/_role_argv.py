@@ -74,7 +74,8 @@ _OMIT = "__omit_place_holder__role_argv"
 
 def _plan_params(variables):
     """The server_plan arguments of plan.yml, rendered; types as the module's argument_spec has them."""
-    (task,) = [t for t in _load(os.path.join(ROLES, "_server", "tasks", "plan.yml"))
+    tasks = _load(os.path.join(ROLES, "_server", "tasks", "plan.yml"))
+    (task,) = [t for t in tasks + [b for t in tasks for b in t.get("block", [])]
                if "gpufleet.serving.server_plan" in t]
     variables = dict(variables, omit=_OMIT)
     params = {k: _render(variables, v) for k, v in task["gpufleet.serving.server_plan"].items()}
