@@ -156,6 +156,25 @@ def wait_gone(targets: list, deadline: float) -> list:
             time.sleep(wait)
 
 
+def leaves_first(targets: list) -> list:
+    """The targets with every descendant before its ancestors (otherwise in the given order).
+
+    A child that dies with its parent (PR_SET_PDEATHSIG, as SGLang's schedulers set it) can be
+    gone and reaped between our signal to the parent and our signal to it; signalled first, it
+    gets our own signal, and the result names every process we took down.
+    """
+    ppid = {t.pid: t.info.ppid for t in targets}
+
+    def depth(pid):
+        seen = {pid}
+        while ppid.get(pid) in ppid and ppid[pid] not in seen:
+            pid = ppid[pid]
+            seen.add(pid)
+        return len(seen)
+
+    return sorted(targets, key=lambda t: -depth(t.pid))
+
+
 def release(targets: list, term_timeout: float, deadline: float, on_progress: Any = None) -> list:
     """SIGTERM, wait up to term_timeout, SIGKILL the rest, wait to the deadline.
 
@@ -168,7 +187,7 @@ def release(targets: list, term_timeout: float, deadline: float, on_progress: An
     before the deadline, even when term_timeout would reach past it.
     Returns the targets still alive at the deadline.
     """
-    live = [t for t in targets if not t.gone]
+    live = leaves_first([t for t in targets if not t.gone])
     if not live:
         return []
     if term_timeout > 0:

@@ -74,6 +74,45 @@ def test_every_target_is_read_before_the_first_signal(own_procs, monkeypatch):
     assert [t.signals[0] for t in targets] == ["SIGTERM", "SIGKILL", "SIGTERM"]
 
 
+# A parent that ignores SIGTERM, with children that ignore it too and die with it (PR_SET_PDEATHSIG),
+# as a hung SGLang server and its schedulers: everyone gets SIGKILL at once.
+PDEATH_CHILD = ("import ctypes, signal, sys; ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0); "
+                "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); sys.stdin.read()")
+PDEATH_PARENT = ("import signal, subprocess, sys\n"
+                 "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                 "kids = [subprocess.Popen([sys.executable, '-c', sys.argv[1]], stdin=subprocess.PIPE,\n"
+                 "                         stdout=subprocess.PIPE, text=True) for _ in range(4)]\n"
+                 "assert all(k.stdout.readline().strip() == 'ready' for k in kids)\n"
+                 "print(' '.join(str(k.pid) for k in kids), flush=True)\n"
+                 "sys.stdin.read()\n")
+
+
+def test_children_get_our_signal_before_their_parent(own_procs, monkeypatch):
+    # Signalled parent first, a child dying with it may be reaped before its own signal goes out,
+    # and the result would leave it out of what was killed.
+    parent = own_procs.python(PDEATH_PARENT, PDEATH_CHILD)
+    kids = [int(pid) for pid in parent.stdout.readline().split()]
+    sent = []
+    real_send = sig.Target.send
+    monkeypatch.setattr(sig.Target, "send", lambda self, s, now: sent.append(self.pid) or real_send(self, s, now))
+    targets = [sig.Target(info_of(pid), "pattern") for pid in [parent.pid] + kids]
+    assert sig.release(targets, term_timeout=10, deadline=time.monotonic() + 20) == []
+    assert sent[-1] == parent.pid and sorted(sent[:-1]) == sorted(kids)
+    assert [t.signals for t in targets] == [["SIGKILL"]] * 5
+    assert parent.wait(timeout=10) == -9
+
+
+def test_leaves_first_orders_by_depth_in_the_target_set():
+    def target(pid, ppid):
+        t = sig.Target.__new__(sig.Target)
+        t.info = ProcInfo(pid, ppid, 0.0, "u", ["x"], "x", "sleeping")
+        return t
+    # 10 -> 11 -> 12, 10 -> 13; 20 alone (its parent 1 is not a target); a ppid loop stays finite.
+    given = [target(10, 1), target(20, 1), target(11, 10), target(13, 10), target(12, 11),
+             target(30, 31), target(31, 30)]
+    assert [t.pid for t in sig.leaves_first(given)] == [12, 11, 13, 30, 31, 10, 20]
+
+
 @pytest.fixture
 def leader_exited(own_procs):
     proc = own_procs.python(LEADER_EXIT, "gf-probe-arg")
