@@ -17,6 +17,9 @@ description:
     requests and end its workers), SIGKILL to it and whatever is left of its process group after
     O(stop_timeout).
   - The supervisor behind P(gpufleet.serving.sglang_server#role) on hosts without systemd.
+  - A stop can finish the teardown in the same call (one module run on the host, not three) -
+    remove the stopped server's files (O(remove), its API key file), then release its GPUs and verify
+    them free with NVML as M(gpufleet.serving.gpu_release) does (O(release)).
   - The log file is created with mode 0640 (the previous one kept as C(LOG.1)). A server that prints a
     secret should run behind a filter; with an API key the role starts its C(log_redact.py) as O(argv)
     (C(log_redact.py SECRETS_FILE -- sglang serve ...)), which passes SIGTERM on to the server and
@@ -25,6 +28,7 @@ author:
   - gpufleet.serving maintainers (@gpufleet)
 requirements:
   - psutil
+  - nvidia-ml-py (with O(release))
 extends_documentation_fragment:
   - gpufleet.serving.attributes
 attributes:
@@ -78,6 +82,48 @@ options:
     type: float
     default: 120
     version_added: 0.1.0
+  remove:
+    description:
+      - With O(state=stopped), files to remove after the stop, whether or not a server was running (the
+        role gives the stopped server's API key file). Removed before the O(release), so a release that
+        fails leaves none of them behind. A path that does not exist is no error.
+    type: list
+    elements: path
+    default: []
+  release:
+    description:
+      - With O(state=stopped), release the GPUs after the stop and O(remove) and verify them free, as
+        M(gpufleet.serving.gpu_release) with these options does (its O(gpufleet.serving.gpu_release#module:sweep),
+        O(gpufleet.serving.gpu_release#module:verify) and the rest at their defaults); the result is RV(release).
+        A GPU left in use fails the task with gpu_release's message.
+      - Each suboption is the gpu_release option of that name.
+    type: dict
+    suboptions:
+      engine:
+        description: The engines whose kill set is added to O(release.patterns).
+        type: list
+        elements: str
+      patterns:
+        description: Regular expressions of the processes to release.
+        type: raw
+        required: true
+      gpus:
+        description: The GPUs to release and verify (V(all), or a list of indices or UUIDs).
+        type: raw
+        required: true
+      sweep_users:
+        description: Limit the device sweep to processes of these user names; empty means every user.
+        type: list
+        elements: str
+        required: true
+      term_timeout:
+        description: Seconds between SIGTERM and SIGKILL.
+        type: float
+        required: true
+      timeout:
+        description: Seconds for the whole release until the GPUs are verified free.
+        type: float
+        required: true
 """
 
 EXAMPLES = r"""
@@ -95,6 +141,19 @@ EXAMPLES = r"""
     state: stopped
     state_file: /var/lib/gpufleet-serving/sglang-30000.json
     stop_timeout: 60
+
+- name: Stop it, remove its API key file, release every GPU and verify them free
+  gpufleet.serving.server_process:
+    state: stopped
+    state_file: /var/lib/gpufleet-serving/sglang-30000.json
+    remove: [/var/lib/gpufleet-serving/sglang-30000.secret.yaml]
+    release:
+      engine: [sglang]
+      patterns: []
+      gpus: all
+      sweep_users: []
+      term_timeout: 10
+      timeout: 60
 """
 
 RETURN = r"""
@@ -118,6 +177,21 @@ stop:
   description: "How the stop went: C(was_running), C(graceful) (exited after SIGTERM), C(stop_seconds)."
   returned: with O(state=stopped)
   type: dict
+stopped:
+  description: Whether a running server was stopped (in check mode, would be).
+  returned: with O(state=stopped)
+  type: bool
+removed:
+  description: The O(remove) paths that existed and were removed (in check mode, would be).
+  returned: with O(state=stopped)
+  type: list
+  elements: str
+release:
+  description:
+    - M(gpufleet.serving.gpu_release)'s result for O(release) (C(changed), C(killed), C(gpus), C(gpus_selected),
+      C(elapsed) and the rest, as that module returns them).
+  returned: with O(state=stopped) and O(release)
+  type: dict
 msg:
   description: Says the server was already stopped when a stop found no running server recorded.
   returned: with O(state=stopped) when nothing was running
@@ -129,7 +203,23 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_choices
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import stop as _stop
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
+
+# The release a stop runs: the role's kill set, then the device sweep of the selected GPUs, then
+# the NVML check that they hold no memory; the options not in `release` at gpu_release's defaults.
+STOP_RELEASE = {"sweep": True, "verify": True, "max_used_mib": 0.0, "force_broad": False, "protect": [],
+                "devices": None, "respawn_settle": None, "mps": None,
+                "nvml_timeout": COMMON_ARGS["nvml_timeout"]["default"],
+                "v1_reserve_mib": COMMON_ARGS["v1_reserve_mib"]["default"]}
+
+
+def release_params(release):
+    """gpu_release's parameters for the stop's `release` options."""
+    return dict(STOP_RELEASE, **release)
 
 
 def main():
@@ -145,13 +235,33 @@ def main():
             listen_port=dict(type="int"),
             stop_timeout=dict(type="float", default=30.0),
             lock_timeout=dict(type="float", default=120.0),
+            remove=dict(type="list", elements="path", default=[]),
+            release=dict(type="dict", options=dict(
+                engine=dict(type="list", elements="str", choices=engine_choices()),
+                patterns=dict(type="raw", required=True),
+                gpus=dict(type="raw", required=True),
+                sweep_users=dict(type="list", elements="str", required=True),
+                term_timeout=dict(type="float", required=True),
+                timeout=dict(type="float", required=True),
+            )),
         ),
         required_if=[("state", "started", ("argv", "log_path"))],
         required_together=[("listen_host", "listen_port")],
         supports_check_mode=True,
     )
-    require_libraries(module, "psutil")
-    run_module(module, _supervisor.supervise, module.params, check_mode=module.check_mode)
+    stopping = module.params["state"] == "stopped"
+    require_libraries(module, "psutil", *(["nvidia-ml-py"] if stopping and module.params["release"] else []))
+
+    def work():
+        result = _supervisor.supervise(module.params, check_mode=module.check_mode)
+        if not stopping:
+            return result
+        release = module.params["release"]
+        return _stop.after_stop(
+            result, module.params["remove"], check_mode=module.check_mode,
+            release=(lambda: release_gpus(release_params(release), check_mode=module.check_mode)) if release else None)
+
+    run_module(module, work)
 
 
 if __name__ == "__main__":

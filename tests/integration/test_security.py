@@ -206,6 +206,18 @@ def test_api_key_secret_loopback_and_file_modes(request, tmp_path):
     # Each server listens on its host's loopback address only (no wildcard, no other address).
     assert listeners(port) == {"127.0.0.2", "127.0.0.3"}
 
+    # A stop takes the key file with the server; a stop with nothing running takes one left behind.
+    for run in ("running", "nothing running"):
+        rc, out = playbook(PLAYBOOKS / "teardown.yml", {})
+        assert rc == 0, out[-6000:]
+        assert SECRET not in out
+        for index in (1, 2):
+            secret_file = fleet.host_dir(index) / "lib" / "gpufleet-serving" / ("sglang-%d.secret.yaml" % port)
+            assert not secret_file.exists(), (run, index)
+            assert server_processes(fleet, index) == {}, (run, index)
+            if run == "running":
+                secret_file.write_text(yaml.safe_dump({"api-key": SECRET}))
+
 
 # ---- what the role would write: defaults and the systemd files -------------------------
 
@@ -304,10 +316,20 @@ def test_role_task_files_write_with_tight_modes():
     assert (unit["src"], unit["mode"]) == ("server.service.j2", "0600")
     fingerprint = systemd["Record the fingerprint"]["ansible.builtin.copy"]
     assert fingerprint["mode"] == "0600"
-    # The stop removes the key file of a stopped server.
-    teardown = _tasks("teardown.yml")
-    removal = teardown["Remove the API key file of a stopped server"]["ansible.builtin.file"]
-    assert (removal["path"], removal["state"]) == ("{{ _server_plan.paths.secret_config }}", "absent")
+    # The stop removes the key file of a stopped server, before the release (a release that fails
+    # leaves no key behind): in the stop's own call under the process supervisor (its effect on a
+    # fleet: test_api_key_secret_loopback_and_file_modes), in a file task under systemd.
+    (process_stop,) = [t["gpufleet.serving.server_process"] for t in _tasks("teardown.yml").values()
+                       if "gpufleet.serving.server_process" in t]
+    assert process_stop["remove"] == "{{ [_server_plan.paths.secret_config] if server_state == 'stopped' else [] }}"
+    assert "release" in process_stop
+    systemd_stop = list(_tasks("systemd_stop.yml").values())
+    (removal_at,) = [i for i, t in enumerate(systemd_stop) if "ansible.builtin.file" in t]
+    (release_at,) = [i for i, t in enumerate(systemd_stop) if "gpufleet.serving.gpu_release" in t]
+    removal = systemd_stop[removal_at]
+    assert (removal["ansible.builtin.file"]["path"], removal["ansible.builtin.file"]["state"]) == (
+        "{{ _server_plan.paths.secret_config }}", "absent")
+    assert removal["when"] == "server_state == 'stopped'" and removal_at < release_at
 
 
 # ---- sweep_users: another user's GPU holder ----------------------------------------------
@@ -373,9 +395,12 @@ def test_sweep_users_spares_other_users_holders(gpu_root, ns):
 def test_both_roles_hand_their_sweep_users_to_the_release():
     # The module spares other users' holders (test above) only if the roles pass the list on:
     # on a shared host a launch must not kill another user's job holding one of its GPUs.
-    release = [t["gpufleet.serving.gpu_release"] for t in _tasks("teardown.yml").values()
-               if "gpufleet.serving.gpu_release" in t]
-    assert [r["sweep_users"] for r in release] == ["{{ server_release_sweep_users }}"]
+    # Both supervisors: the process stop's own release, the systemd stop's gpu_release.
+    release = [t["gpufleet.serving.server_process"]["release"] for t in _tasks("teardown.yml").values()
+               if "gpufleet.serving.server_process" in t]
+    release += [t["gpufleet.serving.gpu_release"] for t in _tasks("systemd_stop.yml").values()
+                if "gpufleet.serving.gpu_release" in t]
+    assert [r["sweep_users"] for r in release] == ["{{ server_release_sweep_users }}"] * 2
     for engine in ("sglang", "vllm"):
         role = os.path.join(REPO, "roles", "%s_server" % engine)
         assert mapping("%s_server" % engine)["server_release_sweep_users"] == "{{ %s_server_release_sweep_users }}" % engine
