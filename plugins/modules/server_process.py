@@ -100,7 +100,10 @@ options:
     type: dict
     suboptions:
       engine:
-        description: The engines whose kill set is added to O(release.patterns).
+        description:
+          - The engines whose kill set is added to O(release.patterns), as M(gpufleet.serving.gpu_release)'s
+            O(gpufleet.serving.gpu_release#module:engine) takes them (an engine's name, or V(any)). An unknown name
+            is refused before anything is stopped.
         type: list
         elements: str
       patterns:
@@ -204,7 +207,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_choices
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import stop as _stop
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
@@ -237,7 +240,7 @@ def main():
             lock_timeout=dict(type="float", default=120.0),
             remove=dict(type="list", elements="path", default=[]),
             release=dict(type="dict", options=dict(
-                engine=dict(type="list", elements="str", choices=engine_choices()),
+                engine=dict(type="list", elements="str"),
                 patterns=dict(type="raw", required=True),
                 gpus=dict(type="raw", required=True),
                 sweep_users=dict(type="list", elements="str", required=True),
@@ -249,14 +252,15 @@ def main():
         required_together=[("listen_host", "listen_port")],
         supports_check_mode=True,
     )
-    stopping = module.params["state"] == "stopped"
-    require_libraries(module, "psutil", *(["nvidia-ml-py"] if stopping and module.params["release"] else []))
+    stopping, release = module.params["state"] == "stopped", module.params["release"]
+    require_libraries(module, "psutil", *(["nvidia-ml-py"] if stopping and release else []))
 
     def work():
+        if stopping and release:
+            engine_patterns(release["engine"] or [])  # an unknown engine is refused before the stop
         result = _supervisor.supervise(module.params, check_mode=module.check_mode)
         if not stopping:
             return result
-        release = module.params["release"]
         return _stop.after_stop(
             result, module.params["remove"], check_mode=module.check_mode,
             release=(lambda: release_gpus(release_params(release), check_mode=module.check_mode)) if release else None)
