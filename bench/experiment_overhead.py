@@ -22,8 +22,9 @@ callback (bench/callbacks), the wall time of each benchmark task:
 i.e. Ansible, SSH, the plan of every variant, the checks, the stop, the GPU release and its NVML
 verification, the record written on the controller, and the report. The server-start figure of
 the same run is the mean ready_seconds. The spread ratio is the spread run's wall time over the
-1-host run's. Prints both figures and the load average before and after (the machine's other
-work weighs on both); asserts nothing about time.
+1-host run's. Prints both figures, the number of tasks the 1-host run started (run or skipped;
+each costs the controller time whatever the load) and the load average before and after (the
+machine's other work weighs on both); asserts nothing about time.
 
     .venv/bin/python bench/experiment_overhead.py [--variants 4] [--ssh-port 2621] [--server-port 30621]
 
@@ -68,7 +69,7 @@ def experiment_file(root, variants, server_port):
 
 
 def run(inventory, path, results, server_port, limit=None, spread=False):
-    """One experiment.yml run; (wall seconds, [record], {task name: seconds})."""
+    """One experiment.yml run; (wall seconds, [record], {task name: seconds}, task starts)."""
     if spread:
         with open(path, encoding="utf-8") as handle:
             doc = yaml.safe_load(handle)
@@ -94,17 +95,18 @@ def run(inventory, path, results, server_port, limit=None, spread=False):
     if proc.returncode != 0:
         sys.exit("experiment.yml failed (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout[-4000:],
                                                              proc.stderr[-2000:]))
-    times = {}
+    times, starts = {}, 0
     with open(times_file, encoding="utf-8") as handle:
         for line in handle:
             for name, seconds in json.loads(line):
                 times[name] = times.get(name, 0.0) + seconds
+                starts += 1
     os.unlink(times_file)
     records = []
     for rec_path in glob.glob(os.path.join(results, "records", "*", "*.json")):
         with open(rec_path, encoding="utf-8") as handle:
             records.append(json.load(handle))
-    return wall, records, times
+    return wall, records, times, starts
 
 
 def _load(triple):
@@ -125,10 +127,10 @@ def main():
     try:
         path = experiment_file(root, args.variants, args.server_port)
         inventory = os.path.join(root, "inventory.yml")
-        one_wall, one_records, one_times = run(inventory, path, os.path.join(root, "results-1"), args.server_port,
-                                               limit="sim-h1")
-        two_wall, two_records, unused = run(inventory, path, os.path.join(root, "results-2"), args.server_port,
-                                            spread=True)
+        one_wall, one_records, one_times, one_starts = run(inventory, path, os.path.join(root, "results-1"),
+                                                           args.server_port, limit="sim-h1")
+        two_wall, two_records, unused, unused = run(inventory, path, os.path.join(root, "results-2"),
+                                                    args.server_port, spread=True)
     finally:
         fleet("down", root)
     ready = [float(r["server"]["ready_seconds"]) for r in one_records if r.get("outcome") == "ok"]
@@ -142,6 +144,8 @@ def main():
           % (one_wall, sum(ready) / len(ready), sum(ready), bench))
     print("  overhead per variant beyond the server's start-up and the benchmark: %.2f s" % overhead)
     print("  spread over 2 hosts: wall %.1f s = %.2fx the 1-host run" % (two_wall, two_wall / one_wall))
+    # Independent of the machine's load: each task the play starts (run or skipped) costs the controller time.
+    print("  tasks started in the 1-host run: %d" % one_starts)
     print("  the 1-host run's slowest tasks (seconds, all variants):")
     for name, seconds in sorted(one_times.items(), key=lambda kv: -kv[1])[:args.top]:
         print("    %6.2f  %s" % (seconds, name))
