@@ -137,14 +137,6 @@ def variants():
     return [s["label"] for s in settings], [s["eagle_label"] for s in settings]
 
 
-def _fleet_variants(kind):
-    """_fleet's fleet_variant choices: every base variant, then every EAGLE-3 one."""
-    if kind != "yaml":
-        raise ValueError("fleet-variants is a YAML block")
-    base, eagle = variants()
-    return ["choices: [%s]" % ", ".join(base + eagle)]
-
-
 def _compare_variants(kind):
     """compare_engines.yml's default variants, as two play variables."""
     if kind != "yaml":
@@ -264,7 +256,6 @@ BLOCKS = {
     "speculative-methods-vllm": _speculative_methods("vllm"),
     "tested-version-sglang": _tested_version("sglang"),
     "tested-version-vllm": _tested_version("vllm"),
-    "fleet-variants": _fleet_variants,
     "compare-variants": _compare_variants,
 }
 BLOCKS.update({"role-variables-%s" % r: _role_variables(r) for r in ROLES})

@@ -11,10 +11,14 @@ plugins/plugin_utils/_experiment/plan.py. Nothing runs on a remote host.
 from __future__ import annotations
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.plan import plan
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.source import Source
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.action import ReportAction
 
 ARGUMENT_SPEC = dict(
-    file=dict(type="path", required=True),
+    file=dict(type="path"),
+    experiment=dict(type="dict"),
+    origin=dict(type="str", default="the given experiment"),
+    resume=dict(type="bool", default=True),
     hosts=dict(type="list", elements="str", required=True),
     results_dir=dict(type="path", required=True),
     fresh=dict(type="bool", default=False),
@@ -22,10 +26,17 @@ ARGUMENT_SPEC = dict(
 )
 
 
+MUTUALLY_EXCLUSIVE = [("file", "experiment")]
+REQUIRED_ONE_OF = [("file", "experiment")]
+
+
 class ActionModule(ReportAction):
     argument_spec = ARGUMENT_SPEC
+    mutually_exclusive = MUTUALLY_EXCLUSIVE
+    required_one_of = REQUIRED_ONE_OF
     dir_option = "results_dir"
 
     def build(self, args, check_mode):
-        return plan(args["file"], args["hosts"], args["results_dir"], fresh=args["fresh"], confirm=args["confirm"],
-                    check_mode=check_mode)
+        source = args["file"] if args["experiment"] is None else Source.given(args["experiment"], args["origin"])
+        return plan(source, args["hosts"], args["results_dir"], fresh=args["fresh"], confirm=args["confirm"],
+                    check_mode=check_mode, resume=args["resume"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome, variant_lines
 
 
@@ -27,6 +28,14 @@ def swap_gates(runs, gates):
     """outcome.swap_gates, its ValueError (a bad gate) as the filter's error."""
     try:
         return outcome.swap_gates(runs, gates)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def compare_experiment(labels, reference=None, benchmark=None):
+    """preset.compare_experiment, its ValueError (an unknown variant) as the filter's error."""
+    try:
+        return preset.compare_experiment(labels, reference, benchmark)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -55,4 +64,5 @@ class FilterModule:
             "engine_settings": engine_settings,
             "teardown_record": variant_lines.teardown_record,
             "experiment_plan_lines": variant_lines.plan_lines,
+            "compare_experiment": compare_experiment,
         }

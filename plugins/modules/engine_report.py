@@ -46,7 +46,7 @@ options:
   records:
     description:
       - "Per host, the list of its variant records in the order run: C(host -> [record, ...]), as the
-        C(gpufleet.serving._fleet) role's C(variant.yml) entry point leaves them in the fact
+        C(gpufleet.serving._fleet) role's C(experiment.yml) entry point leaves them in the fact
         C(fleet_variant_records)."
       - "A record: C(variant) (V(sglang), V(vllm), V(sglang+eagle3) or V(vllm+eagle3)), C(outcome)
         (V(ok), V(failed), V(skipped)), C(stage) and C(reason) (when not ok), C(bench) (the registered
@@ -90,7 +90,7 @@ seealso:
 """
 
 EXAMPLES = r"""
-# Each host ran roles/_fleet variant.yml once per variant (compare_engines.yml does).
+# Each host ran its variants with roles/_fleet experiment.yml (compare_engines.yml does).
 - name: Write the comparison on the controller
   gpufleet.serving.engine_report:
     records: >-

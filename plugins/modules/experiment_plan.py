@@ -42,7 +42,9 @@ description:
     the role's argument spec, for example C(model_path), C(tp_size), C(mem_fraction_static), C(extra_args);
     not C(state), C(env) or the speculative ones, which have their own keys), C(speculative) (the
     O(gpufleet.serving.server_plan#module:speculative) settings: C(algorithm), C(draft_model_path),
-    C(num_steps), C(eagle_topk), C(num_draft_tokens)), C(env) (environment variables of the server),
+    C(num_steps), C(eagle_topk), C(num_draft_tokens); or V(eagle_drafter): each host's C(eagle_drafter_*)
+    variables, the variant launched through the C(gpufleet.serving.eagle_drafter) role, which checks the
+    drafter and sets the memory settings with the drafter loaded), C(env) (environment variables of the server),
     C(benchmark) and C(gates) (merged key by key over the top-level ones) and C(matrix)."
   - "C(matrix): server options, each with a list of values; the variant becomes one variant per combination,
     in the order the keys are written (the last key changing fastest), named
@@ -66,9 +68,25 @@ attributes:
 options:
   file:
     description:
-      - The experiment file on the controller (format above).
+      - The experiment file on the controller (format above). Exactly one of O(file) and O(experiment).
     type: path
-    required: true
+  experiment:
+    description:
+      - The experiment itself, the mapping a file would hold (format above), as a playbook builds it
+        (C(compare_engines.yml) builds its variants this way). Errors name O(origin) and the key path.
+      - Exactly one of O(file) and O(experiment).
+    type: dict
+  origin:
+    description:
+      - What errors in O(experiment) name in place of a file and line, for example the playbook and its variables.
+    type: str
+    default: the given experiment
+  resume:
+    description:
+      - Read the records of earlier runs and skip what is recorded (the default).
+      - V(false) reads and moves nothing, so every variant runs and each record replaces the earlier one.
+    type: bool
+    default: true
   hosts:
     description:
       - The hosts that run the experiment, in order (with C(spread), host i runs every N-th variant from i).

@@ -1,7 +1,7 @@
 """playbooks/compare_engines.yml end to end: real ansible-playbook, real SSH, a simulated fleet
 whose hosts run the simulated SGLang and vLLM servers on their fake GPUs, one after another.
 
-The report has a row per host and variant with positive tok/s; the EAGLE-3 variants' acceptance
+Check mode prints each host's plan and touches nothing. The report has a row per host and variant with positive tok/s; the EAGLE-3 variants' acceptance
 comes from the servers' counters; the teardown after every variant verified every GPU free
 (the records say so), and nothing runs at the end. A variant that fails is recorded and torn
 down while the next one runs; a GPU left in use stops the host's comparison with a clear message.
@@ -20,14 +20,14 @@ VARIANTS = ["sglang", "vllm", "sglang+eagle3", "vllm+eagle3"]
 LEFT = "pgrep -af 'sglang[:.]|VLLM::|vllm serve' | grep -v pgrep || true"
 
 
-def _run(fleet, tmp_path, inventories=(), **extra):
+def _run(fleet, tmp_path, args=(), inventories=(), **extra):
     report_dir = tmp_path / "report"
     extra_vars = dict(SHORT_BENCH, compare_report_dir=str(report_dir),
                       compare_bench_progress_file=str(fleet.dir / "bench.progress"),
                       vllm_server_port=fleet.server_port, vllm_server_progress_interval=2,
                       vllm_server_ready_timeout=120)
     extra_vars.update(extra)
-    run = fleet.playbook("compare_engines.yml", extra_vars, inventories=inventories, timeout=600)
+    run = fleet.playbook("compare_engines.yml", extra_vars, inventories=inventories, timeout=600, args=args)
     report = None
     if (report_dir / "compare.json").is_file():
         report = json.loads((report_dir / "compare.json").read_text())
@@ -42,6 +42,19 @@ def _nothing_left(fleet, index):
 
 def test_compare_engines_with_eagle(request, tmp_path):
     fleet = start_fleet(request, tmp_path, 2, 2481)
+    # Check mode: each host's plan (the EAGLE-3 variants through eagle_drafter, with the host's
+    # drafter), and nothing launched or written.
+    run, report_dir, report = _run(fleet, tmp_path, ["--check"], compare_eagle=True)
+    assert run.returncode == 0, run.output[-6000:]
+    assert "sim-h2: 4 variant(s) of compare_engines, 4 to run" in run.output, run.output[-6000:]
+    plan = [line.strip().strip('",') for line in run.output.splitlines()]
+    eagle = plan[plan.index("3. sglang+eagle3 [run] sglang on all GPUs") + 1]
+    assert "--speculative-algorithm EAGLE3" in eagle and "--speculative-draft-model-path" in eagle, eagle
+    assert "--speculative-algorithm" not in plan[plan.index("1. sglang [run] sglang on all GPUs") + 1]
+    assert report is None and not (report_dir / "records").exists()
+    for index in (1, 2):
+        _nothing_left(fleet, index)
+
     run, report_dir, report = _run(fleet, tmp_path, compare_eagle=True)
     assert run.returncode == 0, run.output[-6000:]
     for name in ("compare.json", "compare.md", "compare.png"):

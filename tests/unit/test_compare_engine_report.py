@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """engine_report: the action's argument spec is the one its documentation stub describes, and
-the _fleet role's variant entry point offers exactly the variants the report knows."""
+compare_engines.yml's preset offers exactly the variants the report knows."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import yaml
 
 from ansible_collections.gpufleet.serving.plugins.action import engine_report as action
 from ansible_collections.gpufleet.serving.plugins.modules import engine_report as doc
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -27,8 +28,5 @@ def test_documented_options_are_the_action_spec():
         assert options[name].get("elements") == spec.get("elements"), name
 
 
-def test_variant_entry_point_offers_the_report_variants():
-    specs = yaml.safe_load((REPO / "roles" / "_fleet" / "meta" / "argument_specs.yml").read_text())
-    variant = specs["argument_specs"]["variant"]["options"]["fleet_variant"]
-    assert tuple(variant["choices"]) == compare.VARIANTS
-    assert (REPO / "roles" / "_fleet" / "tasks" / "variant.yml").is_file()
+def test_compare_preset_offers_the_report_variants():
+    assert tuple(preset.compare_variants()) == compare.VARIANTS

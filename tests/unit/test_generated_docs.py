@@ -68,7 +68,6 @@ def test_every_generated_block_is_in_place():
         "roles/sglang_server/meta/argument_specs.yml": ["sglang-kill-set"],
         "roles/vllm_server/vars/main.yml": ["speculative-methods-vllm"],
         "roles/eagle_drafter/meta/argument_specs.yml": ["engine-names"],
-        "roles/_fleet/meta/argument_specs.yml": ["fleet-variants"],
         "playbooks/compare_engines.yml": ["compare-variants"],
         "docs/gpu_release.md": ["gpu-daemons", "engine-patterns"],
         "roles/sglang_server/README.md": ["role-variables-sglang_server"],

@@ -31,9 +31,13 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.sourc
 # A file named NAME.experiment.yml gives the experiment the name NAME.
 SUFFIX = ".experiment"
 ENV_VALUE_TYPES = (str, int, float, bool)
-# A loaded variant's keys, in the order returned.
-VARIANT_FIELDS = ("name", "engine", "role", "vars_prefix", "server", "speculative", "env", "benchmark", "gates",
-                  "matrix_values", "fingerprint")
+# `speculative: eagle_drafter`: each host's eagle_drafter_* variables, applied by the
+# gpufleet.serving.eagle_drafter role, which checks the drafter and launches the engine's role.
+FROM_DRAFTER_ROLE = "eagle_drafter"
+# A loaded variant's keys, in the order returned. `launch_role` starts it (the engine's role,
+# or eagle_drafter); `role` plans the stop and stops it.
+VARIANT_FIELDS = ("name", "engine", "role", "launch_role", "vars_prefix", "server", "speculative", "env",
+                  "benchmark", "gates", "matrix_values", "fingerprint")
 
 
 def _nearest(word, choices):
@@ -103,6 +107,11 @@ def _gate_settings(src, path, value):
 def _speculative(src, path, value):
     if value is None:
         return None
+    if value == FROM_DRAFTER_ROLE:
+        return value
+    if isinstance(value, str):
+        raise src.error(path, "takes the speculative settings (a mapping: algorithm, draft_model_path, ...) or "
+                        "%s (each host's eagle_drafter_* variables), not %r" % (FROM_DRAFTER_ROLE, value))
     specs = schema.speculative_options()
     spec = _options(src, path, value, specs, "speculative setting")
     for key, opt in specs.items():
@@ -180,11 +189,13 @@ def _variants(src, path, raw, top_bench, top_gates):
     role = engine + "_server"
     specs = schema.server_options(role)
     server = _options(src, path + ("server",), raw.get("server"), specs, "server option", schema.SERVER_OWN_KEYS)
+    speculative = _speculative(src, path + ("speculative",), raw.get("speculative"))
     base = {  # the top-level settings are copied in, so no two variants share a mapping
         "engine": engine,
         "role": role,
+        "launch_role": FROM_DRAFTER_ROLE if speculative == FROM_DRAFTER_ROLE else role,
         "vars_prefix": role + "_",
-        "speculative": _speculative(src, path + ("speculative",), raw.get("speculative")),
+        "speculative": speculative,
         "env": _env(src, path + ("env",), raw.get("env")),
         "benchmark": copy.deepcopy(dict(top_bench, **_benchmark(src, path + ("benchmark",), raw.get("benchmark")))),
         "gates": copy.deepcopy(dict(top_gates, **_gate_settings(src, path + ("gates",), raw.get("gates")))),
@@ -247,9 +258,10 @@ def _check_speedup_levels(src, variants, paths, reference):
 
 
 def load(path, hosts, max_variants_default=32, confirm=False):
-    """The experiment of the file at PATH as a plain dict (see the module docstring), assigned to HOSTS."""
+    """The experiment of the file at PATH (or of a Source) as a plain dict (see the module docstring),
+    assigned to HOSTS."""
     hosts = _hosts(hosts)
-    src = Source(path)
+    src = path if isinstance(path, Source) else Source(path)
     data = src.data
     if not isinstance(data, dict):
         raise src.error((), "an experiment file is a mapping with at least `reference` and `variants`")

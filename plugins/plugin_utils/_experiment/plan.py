@@ -31,11 +31,16 @@ def _host_lines(host, names, done, stale, retry):
     return lines
 
 
-def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False):
+def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False, resume=True):
     """load()'s dict plus each variant's role_vars and the experiment's defaults (role_vars.py), todo,
-    recorded, rerun, record_files, lines, results_dir and changed."""
+    recorded, rerun, record_files, lines, results_dir and changed.
+
+    Without RESUME nothing recorded is read or moved: every variant runs and its record replaces the
+    earlier one (a preset that compares every time)."""
     experiment = role_vars.add_role_vars(load(path, hosts, confirm=confirm))
     lines, moved = [], None
+    if not resume:
+        fresh = False
     if fresh and check_mode:
         lines.append("fresh: would move %s aside (check mode: nothing moved)" % store.records_dir(results_dir))
     elif fresh:
@@ -43,7 +48,7 @@ def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False)
         lines.append("fresh: moved the earlier records to %s" % moved if moved
                      else "fresh: no earlier records in %s" % store.records_dir(results_dir))
     # In check mode a fresh start is shown as it would be: nothing recorded.
-    found = {"recorded": {}, "stale": {}, "problems": []} if fresh and check_mode \
+    found = {"recorded": {}, "stale": {}, "problems": []} if (fresh and check_mode) or not resume \
         else store.scan(results_dir, experiment)
     out = dict(experiment, todo={}, recorded={}, rerun={}, record_files={}, results_dir=str(results_dir))
     for host, names in experiment["assignments"].items():

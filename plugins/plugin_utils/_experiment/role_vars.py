@@ -44,7 +44,9 @@ def variant_vars(variant: dict, defaults: dict) -> dict:
     prefix = variant["vars_prefix"]
     # A null setting leaves the host's value (or the role's default), as the file format says.
     out = {prefix + key: value for key, value in variant["server"].items() if value is not None}
-    out[prefix + "speculative"] = variant.get("speculative")
+    # A drafter from the host's eagle_drafter_* variables is set by that role when it launches.
+    speculative = variant.get("speculative")
+    out[prefix + "speculative"] = speculative if isinstance(speculative, dict) else None
     for key in SPECULATIVE_EXTRAS:
         if prefix + key in defaults:
             out[prefix + key] = type(defaults[prefix + key])()

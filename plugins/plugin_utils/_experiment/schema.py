@@ -44,6 +44,7 @@ VARIANT_FORMAT = {
     "server": ("dict", "the engine's server role variables without the ENGINE_server_ prefix (keys below); "
                        "one left out keeps the host's value or the role's default"),
     "speculative": ("dict", "speculative decoding, as server_plan's speculative option (keys below); "
+                            "eagle_drafter: each host's eagle_drafter_* variables, launched through that role; "
                             "none: a base server"),
     "env": ("dict", "environment variables of the server, over the host's"),
     "benchmark": ("dict", "benchmark settings merged key by key over the top-level benchmark"),

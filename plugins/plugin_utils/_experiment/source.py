@@ -11,7 +11,9 @@ by yaml.safe_load, which forgets where each value stood.
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import json
 import os
 
 import yaml
@@ -28,7 +30,21 @@ def path_text(path):
 
 
 class Source:
-    """The file's data (`data`), its sha256 (`checksum`) and `where(path)` -> 'FILE:LINE: PATH'."""
+    """The file's data (`data`), its sha256 (`checksum`) and `where(path)` -> 'FILE:LINE: PATH'.
+
+    Source.given(data, origin) stands for an experiment a playbook builds itself (a preset): the
+    same checks, with errors naming ORIGIN and the key path, and no line.
+    """
+
+    @classmethod
+    def given(cls, data, origin):
+        src = cls.__new__(cls)
+        src.file = origin
+        src.checksum = "sha256:" + hashlib.sha256(json.dumps(data, sort_keys=True, default=str)
+                                                  .encode("utf-8")).hexdigest()
+        src.lines = {}
+        src.data = copy.deepcopy(data)
+        return src
 
     def __init__(self, path):
         self.file = os.path.abspath(os.path.expanduser(str(path)))
@@ -79,6 +95,8 @@ class Source:
         return self.lines.get(path, 1)
 
     def where(self, path):
+        if not self.lines:
+            return "%s: %s" % (self.file, path_text(path))
         return "%s:%d: %s" % (self.file, self.line(path), path_text(path))
 
     def error(self, path, problem):

@@ -5,7 +5,7 @@
 """The experiment's results on the controller, one file per host and variant, for resuming.
 
 Layout: RESULTS_DIR/records/HOST/VARIANT.json, written (write_record, through the
-experiment_record action) as each variant finishes: the variant record (_fleet's variant.yml: variant, outcome, stage, reason, bench,
+experiment_record action) as each variant finishes: the variant record (_fleet's experiment_variant.yml: variant, outcome, stage, reason, bench,
 server, teardown) plus `fingerprint`, `host` and `finished_at`. Host and variant names are
 quoted into file names (record_file), since a variant name may hold '/' or start with '.'.
 

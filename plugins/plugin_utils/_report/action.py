@@ -27,6 +27,8 @@ class ReportAction(ActionBase):
     _supports_async = False
 
     argument_spec: dict[str, Any] = {}
+    mutually_exclusive: list = []
+    required_one_of: list = []
     # The option naming the directory an OSError is reported under.
     dir_option = "dest_dir"
 
@@ -36,7 +38,9 @@ class ReportAction(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # no remote temporary directory is used
-        unused, args = self.validate_argument_spec(argument_spec=self.argument_spec)
+        unused, args = self.validate_argument_spec(argument_spec=self.argument_spec,
+                                                   mutually_exclusive=self.mutually_exclusive,
+                                                   required_one_of=self.required_one_of)
         try:
             out = self.build(args, bool(self._task.check_mode))
         except GpuFleetError as exc:

@@ -5,7 +5,7 @@
 """The engine comparison (playbooks/compare_engines.yml): several variants per host, one report.
 
 Input (`records`): {host: [record, ...]}, one record per variant in the order run, as
-roles/_fleet/tasks/variant.yml writes them:
+roles/_fleet/tasks/experiment_variant.yml writes them:
   {"variant": "vllm+eagle3", "outcome": "ok"|"failed"|"skipped", "stage": ..., "reason": ...,
    "bench": R (an llm_benchmark result, only when the benchmark ran),
    "server": {...} (the role's *_server_result), "teardown": {...} (the verified release),

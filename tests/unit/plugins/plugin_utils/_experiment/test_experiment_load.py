@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as gt
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import load as ld
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import schema
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset, role_vars, schema
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.source import Source
 from tests.support.paths import REPO
 
@@ -97,6 +97,8 @@ BAD = [
      "draft_model", ["did you mean draft_model_path"]),
     (GOOD.replace("{draft_model_path: /d, num_steps: 3}", "{num_steps: 3}"), "variants[2].speculative",
      "speculative", ["draft_model_path is required"]),
+    (GOOD.replace("{draft_model_path: /d, num_steps: 3}", "eagle-drafter"), "variants[2].speculative",
+     "speculative", ["eagle_drafter (each host's eagle_drafter_* variables)", "'eagle-drafter'"]),
     (GOOD.replace("input_len: 16", "input_length: 16"), "benchmark.input_length", "input_length",
      ["did you mean input_len"]),
     (GOOD.replace("benchmark: {levels: [1, 8]", "benchmark: {levels: [1, x]"), "benchmark.levels",
@@ -236,3 +238,24 @@ def test_an_engine_without_a_server_role_is_refused_at_its_line(tmp_path, monkey
         ld.load(path, ["h1"])
     assert str(err.value).startswith("%s:16: variants[2].engine: engine 'toyserve' has no server role" % path), err.value
     assert "launch.yml, benchmark.yml and teardown.yml" in str(err.value)
+
+
+def test_a_preset_is_checked_as_a_file_is_and_named_by_its_origin():
+    origin = "compare_engines.yml (compare_variants)"
+    good = preset.compare_experiment([SG, SG + "+eagle3", VL], benchmark={"levels": [1, 8]})
+    exp = ld.load(Source.given(good, origin), ["h1", "h2"])
+    assert exp["name"] == "compare_engines" and exp["reference"] == SG and exp["file"] == origin
+    by_name = {v["name"]: v for v in exp["variants"]}
+    assert [v["name"] for v in exp["variants"]] == [SG, SG + "+eagle3", VL]
+    assert by_name[SG + "+eagle3"]["speculative"] == ld.FROM_DRAFTER_ROLE
+    assert by_name[SG + "+eagle3"]["launch_role"] == "eagle_drafter" and by_name[SG]["launch_role"] == SG + "_server"
+    assert all(v["benchmark"] == {"levels": [1, 8]} for v in exp["variants"])
+    # The drafter is set by eagle_drafter when it launches: the variant itself sets no drafter.
+    planned = role_vars.add_role_vars(exp)
+    assert {v["name"]: v["role_vars"]["%s_server_speculative" % SG] for v in planned["variants"]
+            if v["engine"] == SG} == {SG: None, SG + "+eagle3": None}
+    with pytest.raises(InvalidInput) as err:
+        ld.load(Source.given(preset.compare_experiment([VL], reference=None), origin), ["h1"])
+    assert str(err.value).startswith(origin + ": reference: %r is not a variant" % SG)
+    with pytest.raises(ValueError, match="unknown variant 'sglang-eagle3'; the variants are %s, %s, " % (SG, VL)):
+        preset.compare_experiment([SG + "-eagle3"])

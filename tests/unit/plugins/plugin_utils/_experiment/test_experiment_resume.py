@@ -77,6 +77,15 @@ def test_fresh_moves_the_records_aside_never_in_check_mode(experiment, kit, tmp_
         assert "would move" in out["lines"][0]
 
 
+def test_without_resume_every_variant_runs_and_nothing_is_read_or_moved(experiment, kit, tmp_path):
+    exp = experiment()
+    kit.save(tmp_path, kit.record(exp, "h1", "base", kit.level(1, 60.0)))
+    out = plan(exp["file"], ["h1"], str(tmp_path), fresh=True, resume=False)
+    assert out["todo"] == {"h1": ["base", "eagle/3", "other"]} and out["recorded"] == {"h1": []}
+    assert out["changed"] is False and not [p for p in os.listdir(tmp_path) if p.startswith("records.old-")]
+    assert os.listdir(tmp_path / "records" / "h1") == ["base.json"]
+
+
 def test_start_fresh_never_overwrites_an_earlier_move(tmp_path):
     now = datetime.datetime(2026, 5, 1, 10, 0, 0, tzinfo=datetime.timezone.utc)
     for unused in range(2):
