@@ -129,8 +129,8 @@ def main():
         inventory = os.path.join(root, "inventory.yml")
         one_wall, one_records, one_times, one_starts = run(inventory, path, os.path.join(root, "results-1"),
                                                            args.server_port, limit="sim-h1")
-        two_wall, two_records, unused, unused = run(inventory, path, os.path.join(root, "results-2"),
-                                                    args.server_port, spread=True)
+        two_wall, two_records = run(inventory, path, os.path.join(root, "results-2"), args.server_port,
+                                    spread=True)[:2]
     finally:
         fleet("down", root)
     ready = [float(r["server"]["ready_seconds"]) for r in one_records if r.get("outcome") == "ok"]
