@@ -132,8 +132,8 @@ def main():
     try:
         path = experiment_file(root, args.variants, args.server_port)
         inventory = os.path.join(root, "inventory.yml")
-        one_wall, one_records, one_times, one_starts, one_cpu = run(inventory, path, os.path.join(root, "results-1"),
-                                                           args.server_port, limit="sim-h1")
+        one_wall, one_records, one_times, one_starts, one_cpu = run(
+            inventory, path, os.path.join(root, "results-1"), args.server_port, limit="sim-h1")
         two_wall, two_records = run(inventory, path, os.path.join(root, "results-2"), args.server_port,
                                     spread=True)[:2]
     finally:
