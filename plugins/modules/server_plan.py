@@ -194,7 +194,8 @@ options:
         each), and return the results in order as RV(plans); the options given beside O(batch) are then not used.
       - One call for many configurations (the experiment playbook's plan of every variant on a host, before anything
         runs); the host's service manager is read once for all of them.
-      - An item the module refuses fails the call, the message naming the item's position (from 1).
+      - An item the module refuses fails the call, the message naming the item's position (from 1), also returned
+        as C(batch_item) with the failure.
     type: list
     elements: dict
 notes:
@@ -451,7 +452,7 @@ def _items(module, spec):
     for number, item in enumerate(module.params["batch"], 1):
         checked = ArgumentSpecValidator(item_spec).validate(item)
         if checked.error_messages:
-            raise InvalidInput("batch item %d: %s" % (number, "; ".join(checked.error_messages)))
+            raise InvalidInput("batch item %d: %s" % (number, "; ".join(checked.error_messages)), batch_item=number)
         module.no_log_values.update(checked._no_log_values)
         items.append(checked.validated_parameters)
     return items

@@ -270,7 +270,7 @@ def plan_each(items: list, run: Runner, systemctl: str | None = None,
     host's service manager, once, for the items that name neither supervisor nor service manager.
 
     One module run for many configurations (the experiment's plan of every variant on a host). A refusal
-    names the item's position (from 1) when there are several."""
+    names the item's position (from 1) when there are several, in its message and as `batch_item`."""
     detected: list = []
     out = []
     for number, item in enumerate(items, 1):
@@ -285,5 +285,6 @@ def plan_each(items: list, run: Runner, systemctl: str | None = None,
             if len(items) > 1:
                 exc.msg = "batch item %d: %s" % (number, exc.msg)
                 exc.args = (exc.msg,)
+                exc.details["batch_item"] = number
             raise
     return out
