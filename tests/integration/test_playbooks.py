@@ -175,9 +175,21 @@ def test_swap_to_eagle_gates_and_the_rollback_to_the_base_server(request, tmp_pa
         run.output[-4000:]
     assert fleet.ssh(1, "pgrep -f 'sglang[:.]' || true").stdout.strip() == ""
 
+    # Check mode: the plan of both steps (the EAGLE-3 one with the host's drafter), nothing
+    # launched, nothing written.
+    report_dir = tmp_path / "report"
+    run = fleet.playbook("swap_to_eagle.yml", dict(BENCH, swap_report_dir=str(report_dir)), args=["--check"])
+    assert run.returncode == 0, run.output[-6000:]
+    assert "sim-h1: 2 variant(s) of swap_to_eagle, 2 to run" in run.output, run.output[-6000:]
+    plan = [line.strip().strip('",') for line in run.output.splitlines()]
+    eagle = plan[plan.index("2. candidate [run] sglang on all GPUs") + 1]
+    assert "--speculative-algorithm EAGLE3" in eagle and "--speculative-draft-model-path" in eagle, eagle
+    assert "--speculative-algorithm" not in plan[plan.index("1. baseline [run] sglang on all GPUs") + 1]
+    assert not report_dir.exists()
+    assert fleet.ssh(1, "pgrep -f 'sglang[:.]' || true").stdout.strip() == ""
+
     # An acceptance length of 99 cannot be reached: the EAGLE-3 server fails its gate, and the
     # base server is relaunched and waited for until ready.
-    report_dir = tmp_path / "report"
     run = fleet.playbook("swap_to_eagle.yml", dict(BENCH, swap_report_dir=str(report_dir),
                                                    swap_gates={"min_acceptance_length": 99, "max_failed_requests": 0}))
     assert run.returncode != 0 and "DEPRECATION" not in run.output, run.output[-6000:]
