@@ -188,6 +188,17 @@ def test_swap_to_eagle_gates_and_the_rollback_to_the_base_server(request, tmp_pa
     assert not report_dir.exists()
     assert fleet.ssh(1, "pgrep -f 'sglang[:.]' || true").stdout.strip() == ""
 
+    # A drafter the engine cannot load fails the host at stage eagle in the plan, before the base
+    # server is launched or benchmarked.
+    run = fleet.playbook("swap_to_eagle.yml", dict(
+        BENCH, swap_report_dir=str(tmp_path / "bad-drafter"),
+        eagle_drafter_model_path="{{ sglang_server_model_path | dirname }}/mismatched-eagle3"))
+    assert run.returncode != 0, run.output[-6000:]
+    line = summary_lines(run.output, "sim-h1")[-1]
+    assert "sim-h1: FAILED at stage eagle: " in line and "hidden_size differs" in line, line
+    assert line.rstrip('",').endswith("server left: base server (not touched)"), line
+    assert fleet.ssh(1, "pgrep -f 'sglang[:.]' || true").stdout.strip() == ""
+
     # An acceptance length of 99 cannot be reached: the EAGLE-3 server fails its gate, and the
     # base server is relaunched and waited for until ready.
     run = fleet.playbook("swap_to_eagle.yml", dict(BENCH, swap_report_dir=str(report_dir),
