@@ -15,7 +15,7 @@ import json
 import subprocess
 
 import pytest
-from _fleet_fixtures import REPO, ansible_env, needs_fleet, start_fleet, wait_for
+from _fleet_fixtures import REPO, ansible_env, needs_fleet, planned_commands, start_fleet, wait_for
 
 pytestmark = needs_fleet
 
@@ -180,11 +180,10 @@ def test_swap_to_eagle_gates_and_the_rollback_to_the_base_server(request, tmp_pa
     report_dir = tmp_path / "report"
     run = fleet.playbook("swap_to_eagle.yml", dict(BENCH, swap_report_dir=str(report_dir)), args=["--check"])
     assert run.returncode == 0, run.output[-6000:]
-    assert "sim-h1: 2 variant(s) of swap_to_eagle, 2 to run" in run.output, run.output[-6000:]
-    plan = [line.strip().strip('",') for line in run.output.splitlines()]
-    eagle = plan[plan.index("2. candidate [run] sglang on all GPUs") + 1]
+    base, eagle = planned_commands(run.output, "sim-h1", "swap_to_eagle", [
+        "1. baseline [run] sglang on all GPUs", "2. candidate [run] sglang on all GPUs"])
     assert "--speculative-algorithm EAGLE3" in eagle and "--speculative-draft-model-path" in eagle, eagle
-    assert "--speculative-algorithm" not in plan[plan.index("1. baseline [run] sglang on all GPUs") + 1]
+    assert "--speculative-algorithm" not in base
     assert not report_dir.exists()
     assert fleet.ssh(1, "pgrep -f 'sglang[:.]' || true").stdout.strip() == ""
 
