@@ -40,6 +40,14 @@ def compare_experiment(labels, reference=None, benchmark=None):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def swap_experiment(engine=None, baseline=True, benchmark=None):
+    """preset.swap_experiment, its ValueError (an unknown engine) as the filter's error."""
+    try:
+        return preset.swap_experiment(engine, baseline, benchmark)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule:
     """gpufleet.serving filters for the playbooks."""
 
@@ -56,6 +64,7 @@ class FilterModule:
             "swap_record": outcome.swap_record,
             "swap_failure": outcome.swap_failure,
             "swap_rolled_back": outcome.swap_rolled_back,
+            "swap_step_failure": outcome.swap_step_failure,
             "swap_gates": swap_gates,
             "report_lines": outcome.report_lines,
             "not_ok": outcome.not_ok,
@@ -65,4 +74,5 @@ class FilterModule:
             "teardown_record": variant_lines.teardown_record,
             "experiment_plan_lines": variant_lines.plan_lines,
             "compare_experiment": compare_experiment,
+            "swap_experiment": swap_experiment,
         }

@@ -150,3 +150,11 @@ def start_fleet(request, tmp_path, hosts, ssh_port, *extra):
     request.addfinalizer(fleet.down)
     fleet.up(*extra)
     return fleet
+
+
+def planned_commands(output, host, experiment, steps):
+    """From a --check run's output: the plan's headline for HOST must be there, and each of
+    STEPS ("N. VARIANT [run] ENGINE on all GPUs") gives the command line printed under it."""
+    assert "%s: %d variant(s) of %s, %d to run" % (host, len(steps), experiment, len(steps)) in output, output[-6000:]
+    lines = [line.strip().strip('",') for line in output.splitlines()]
+    return [lines[lines.index(step) + 1] for step in steps]

@@ -9,7 +9,7 @@ Benchmarks are short (levels 1 and 4, 32-token outputs).
 """
 import json
 
-from _fleet_fixtures import needs_fleet, start_fleet
+from _fleet_fixtures import needs_fleet, planned_commands, start_fleet
 
 pytestmark = needs_fleet
 
@@ -46,11 +46,11 @@ def test_compare_engines_with_eagle(request, tmp_path):
     # drafter), and nothing launched or written.
     run, report_dir, report = _run(fleet, tmp_path, ["--check"], compare_eagle=True)
     assert run.returncode == 0, run.output[-6000:]
-    assert "sim-h2: 4 variant(s) of compare_engines, 4 to run" in run.output, run.output[-6000:]
-    plan = [line.strip().strip('",') for line in run.output.splitlines()]
-    eagle = plan[plan.index("3. sglang+eagle3 [run] sglang on all GPUs") + 1]
+    base, eagle = planned_commands(run.output, "sim-h2", "compare_engines", [
+        "1. sglang [run] sglang on all GPUs", "2. vllm [run] vllm on all GPUs",
+        "3. sglang+eagle3 [run] sglang on all GPUs", "4. vllm+eagle3 [run] vllm on all GPUs"])[::2]
     assert "--speculative-algorithm EAGLE3" in eagle and "--speculative-draft-model-path" in eagle, eagle
-    assert "--speculative-algorithm" not in plan[plan.index("1. sglang [run] sglang on all GPUs") + 1]
+    assert "--speculative-algorithm" not in base
     assert report is None and not (report_dir / "records").exists()
     for index in (1, 2):
         _nothing_left(fleet, index)

@@ -15,7 +15,7 @@ import json
 import subprocess
 
 import pytest
-from _fleet_fixtures import REPO, ansible_env, needs_fleet, start_fleet, wait_for
+from _fleet_fixtures import REPO, ansible_env, needs_fleet, planned_commands, start_fleet, wait_for
 
 pytestmark = needs_fleet
 
@@ -175,9 +175,31 @@ def test_swap_to_eagle_gates_and_the_rollback_to_the_base_server(request, tmp_pa
         run.output[-4000:]
     assert fleet.ssh(1, "pgrep -f 'sglang[:.]' || true").stdout.strip() == ""
 
+    # Check mode: the plan of both steps (the EAGLE-3 one with the host's drafter), nothing
+    # launched, nothing written.
+    report_dir = tmp_path / "report"
+    run = fleet.playbook("swap_to_eagle.yml", dict(BENCH, swap_report_dir=str(report_dir)), args=["--check"])
+    assert run.returncode == 0, run.output[-6000:]
+    base, eagle = planned_commands(run.output, "sim-h1", "swap_to_eagle", [
+        "1. baseline [run] sglang on all GPUs", "2. candidate [run] sglang on all GPUs"])
+    assert "--speculative-algorithm EAGLE3" in eagle and "--speculative-draft-model-path" in eagle, eagle
+    assert "--speculative-algorithm" not in base
+    assert not report_dir.exists()
+    assert fleet.ssh(1, "pgrep -f 'sglang[:.]' || true").stdout.strip() == ""
+
+    # A drafter the engine cannot load fails the host at stage eagle in the plan, before the base
+    # server is launched or benchmarked.
+    run = fleet.playbook("swap_to_eagle.yml", dict(
+        BENCH, swap_report_dir=str(tmp_path / "bad-drafter"),
+        eagle_drafter_model_path="{{ sglang_server_model_path | dirname }}/mismatched-eagle3"))
+    assert run.returncode != 0, run.output[-6000:]
+    line = summary_lines(run.output, "sim-h1")[-1]
+    assert "sim-h1: FAILED at stage eagle: " in line and "hidden_size differs" in line, line
+    assert line.rstrip('",').endswith("server left: base server (not touched)"), line
+    assert fleet.ssh(1, "pgrep -f 'sglang[:.]' || true").stdout.strip() == ""
+
     # An acceptance length of 99 cannot be reached: the EAGLE-3 server fails its gate, and the
     # base server is relaunched and waited for until ready.
-    report_dir = tmp_path / "report"
     run = fleet.playbook("swap_to_eagle.yml", dict(BENCH, swap_report_dir=str(report_dir),
                                                    swap_gates={"min_acceptance_length": 99, "max_failed_requests": 0}))
     assert run.returncode != 0 and "DEPRECATION" not in run.output, run.output[-6000:]

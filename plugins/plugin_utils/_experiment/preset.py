@@ -2,7 +2,8 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""compare_engines.yml's variants as an experiment (the mapping an experiment file holds).
+"""compare_engines.yml's and swap_to_eagle.yml's variants as experiments (the mapping an
+experiment file holds).
 
 Each engine of the registry gives two variants: its label (the engine's server role, no
 speculative decoding) and its EAGLE-3 label (`speculative: eagle_drafter`: each host's
@@ -40,4 +41,27 @@ def compare_experiment(labels, reference=None, benchmark=None, name="compare_eng
         "reference": reference if reference not in (None, "") else _registry.DEFAULT,
         "benchmark": dict(benchmark or {}),
         "variants": [dict(known[label]) for label in labels],
+    }
+
+
+# swap_to_eagle.yml's variants: their names are the labels its benchmark runs, request records
+# and report have always used.
+SWAP_BASELINE = "baseline"
+SWAP_CANDIDATE = "candidate"
+
+
+def swap_experiment(engine=None, baseline=True, benchmark=None, name="swap_to_eagle"):
+    """swap_to_eagle.yml's experiment: the ENGINE's base server (`baseline`, left out without
+    BASELINE), then the same engine with the host's EAGLE-3 drafter (`candidate`), compared
+    with the base server. ValueError naming the engines for an unknown ENGINE."""
+    engine = engine or _registry.DEFAULT
+    if engine not in _registry.names():
+        raise ValueError("engine must be one of %s, not %r" % (", ".join(_registry.names()), engine))
+    variants = [{"name": SWAP_BASELINE, "engine": engine}] if baseline else []
+    variants.append({"name": SWAP_CANDIDATE, "engine": engine, "speculative": FROM_DRAFTER_ROLE})
+    return {
+        "name": name,
+        "reference": variants[0]["name"],
+        "benchmark": dict(benchmark or {}),
+        "variants": variants,
     }

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as _gates
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset as _preset
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 DASH = "-"
@@ -288,6 +289,27 @@ def swap_failure(failure: Mapping[str, Any], drafter_check: Any = None, server: 
     record["rollback_needed"] = record["server_left"] in ROLLBACK_FROM
     record["gates"] = list(gates or [])
     return _with_line(record)
+
+
+def swap_stage(step: Any, stage: Any = "launch") -> str:
+    """swap_to_eagle.yml's name of the stage where its STEP (a variant of preset.swap_experiment)
+    failed at the experiment's STAGE (launch or benchmark)."""
+    if step == _preset.SWAP_CANDIDATE:
+        return "eagle_benchmark" if stage == "benchmark" else "eagle"
+    return "baseline"
+
+
+def swap_step_failure(records: Any, failure: Any = None) -> Any:
+    """swap_to_eagle.yml's failure of a host: the first of RECORDS (its experiment's variant
+    records) that failed, with the stage named as the swap names it (swap_stage), or else
+    FAILURE (the rescue's fleet_failure, for a failure outside the steps: planning, gates)."""
+    for record in records or []:
+        if isinstance(record, Mapping) and record.get("outcome") == "failed":
+            host = record.get("host") or (failure or {}).get("host")
+            return {"host": host, "outcome": "failed",
+                    "stage": swap_stage(record.get("variant"), record.get("stage")),
+                    "unreachable": bool(record.get("unreachable")), "reason": _text(record.get("reason"))}
+    return failure
 
 
 def swap_rolled_back(result: Mapping[str, Any], server: Any = None, error: Any = None) -> dict:

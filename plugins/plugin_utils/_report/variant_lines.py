@@ -11,16 +11,19 @@ import shlex
 from typing import Any, Mapping
 
 
-def teardown_record(release: Any, halt: str = "", stop_error: str = "") -> dict:
+def teardown_record(release: Any, halt: str = "", stop_error: str = "", kept: bool = False) -> dict:
     """The teardown of a variant's record from gpu_release's result after the stop.
 
-    verified: the release verified every GPU free (no halt was set); gpus_free / gpus_used:
-    the GPUs NVML read free / in use; killed: processes the release signalled; seconds: its time.
+    verified: the release verified every GPU free (no halt was set); kept: the server was left
+    running (the next launch tears it down), so nothing was released or verified; gpus_free /
+    gpus_used: the GPUs NVML read free / in use; killed: processes the release signalled;
+    seconds: its time.
     """
     release = release if isinstance(release, Mapping) else {}
     gpus = [g for g in release.get("gpus") or [] if isinstance(g, Mapping) and "free" in g]
     return {
-        "verified": not halt,
+        "verified": not halt and not kept,
+        "kept": bool(kept),
         "stop_error": stop_error or "",
         "gpus_selected": len(release.get("gpus_selected") or []),
         "gpus_free": sum(1 for g in gpus if g["free"]),

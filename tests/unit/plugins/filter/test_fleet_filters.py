@@ -303,19 +303,44 @@ def test_every_filter_is_documented_in_its_sidecar():
 
 # --- variants and experiments ------------------------------------------------------------
 
-def test_teardown_record_from_a_release_and_from_none():
+def test_teardown_record_from_a_release_from_none_and_of_a_kept_server():
     release = {"gpus_selected": [0, 1], "gpus": [{"index": 0, "free": True}, {"index": 1, "free": False}, {"index": 2}],
                "killed": [{"pid": 7}], "elapsed": 1.25}
     assert o_teardown(release, "GPU 1 busy", "") == {
-        "verified": False, "stop_error": "", "gpus_selected": 2, "gpus_free": 1, "gpus_used": [1], "killed": 1,
-        "seconds": 1.25}
+        "verified": False, "kept": False, "stop_error": "", "gpus_selected": 2, "gpus_free": 1, "gpus_used": [1],
+        "killed": 1, "seconds": 1.25}
     assert o_teardown({}, "", "stop failed") == {
-        "verified": True, "stop_error": "stop failed", "gpus_selected": 0, "gpus_free": 0, "gpus_used": [],
-        "killed": 0, "seconds": None}
+        "verified": True, "kept": False, "stop_error": "stop failed", "gpus_selected": 0, "gpus_free": 0,
+        "gpus_used": [], "killed": 0, "seconds": None}
+    # A server left running was neither released nor verified.
+    kept = o_teardown({}, "", "", True)
+    assert kept["kept"] is True and kept["verified"] is False and kept["killed"] == 0
 
 
-def o_teardown(release, halt, error):
-    return FilterModule().filters()["teardown_record"](release, halt, error)
+def o_teardown(release, halt, error, kept=False):
+    return FilterModule().filters()["teardown_record"](release, halt, error, kept)
+
+
+@pytest.mark.parametrize("step, stage, swap_stage", [
+    ("baseline", "launch", "baseline"), ("baseline", "benchmark", "baseline"),
+    ("candidate", "launch", "eagle"), ("candidate", "benchmark", "eagle_benchmark")])
+def test_swap_step_failure_names_the_stage_as_the_swap_does(step, stage, swap_stage):
+    records = [{"variant": "baseline", "outcome": "ok", "stage": "done"}] if step == "candidate" else []
+    records.append({"variant": step, "outcome": "failed", "stage": stage, "host": "h1", "unreachable": True,
+                    "reason": "Wait until ready: crashed"})
+    records.append({"variant": "candidate", "outcome": "skipped", "stage": "skipped", "reason": "halted"})
+    got = FilterModule().filters()["swap_step_failure"](records, failure("gates"))
+    assert got == {"host": "h1", "outcome": "failed", "stage": swap_stage, "unreachable": True,
+                   "reason": "Wait until ready: crashed"}
+    # The stage decides the server left: nothing was stopped before the EAGLE-3 launch.
+    assert o.swap_failure(got)["server_left"] == o.SERVER_LOST
+    assert o.swap_failure(dict(got, unreachable=False), {"rc": 0})["rollback_needed"] is (step == "candidate")
+
+
+def test_swap_step_failure_without_a_failed_step_is_the_rescue_s_failure():
+    records = [{"variant": "baseline", "outcome": "ok"}, {"variant": "candidate", "outcome": "ok"}]
+    assert o.swap_step_failure(records, failure("gates")) == failure("gates")
+    assert o.swap_step_failure([], None) is None
 
 
 def test_experiment_plan_lines_mark_what_runs_and_what_is_recorded():

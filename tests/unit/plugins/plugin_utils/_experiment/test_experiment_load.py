@@ -259,3 +259,22 @@ def test_a_preset_is_checked_as_a_file_is_and_named_by_its_origin():
     assert str(err.value).startswith(origin + ": reference: %r is not a variant" % SG)
     with pytest.raises(ValueError, match="unknown variant 'sglang-eagle3'; the variants are %s, %s, " % (SG, VL)):
         preset.compare_experiment([SG + "-eagle3"])
+
+
+@pytest.mark.parametrize("baseline", [True, False])
+def test_the_swap_preset_is_its_two_steps_against_the_base_server(baseline):
+    origin = "swap_to_eagle.yml (engine, swap_baseline, benchmark)"
+    exp = ld.load(Source.given(preset.swap_experiment(VL, baseline, {"levels": [1]}), origin), ["h1", "h2"])
+    steps = [preset.SWAP_BASELINE, preset.SWAP_CANDIDATE] if baseline else [preset.SWAP_CANDIDATE]
+    assert [v["name"] for v in exp["variants"]] == steps and exp["reference"] == steps[0]
+    by_name = {v["name"]: v for v in exp["variants"]}
+    assert by_name[preset.SWAP_CANDIDATE]["launch_role"] == "eagle_drafter"
+    assert by_name[preset.SWAP_CANDIDATE]["role"] == VL + "_server"
+    assert all(v["engine"] == VL and v["benchmark"] == {"levels": [1]} for v in exp["variants"])
+    if baseline:
+        assert by_name[preset.SWAP_BASELINE]["speculative"] is None
+        assert by_name[preset.SWAP_BASELINE]["launch_role"] == VL + "_server"
+    # Every host runs both steps, in order.
+    assert exp["assignments"] == {"h1": steps, "h2": steps}
+    with pytest.raises(ValueError, match="engine must be one of .*not 'tgi'"):
+        preset.swap_experiment("tgi")
