@@ -471,10 +471,11 @@ def main():
         return module.run_command(argv, handle_exceptions=False)
 
     def work():
-        items = _items(module, spec) if module.params["batch"] is not None else [module.params]
-        plans = _plan.plan_each(items, run, systemctl=module.get_bin_path("systemctl"),
-                                service_mgr=lambda: _service_mgr(module))
-        return dict(plans=plans) if module.params["batch"] is not None else plans[0]
+        batch = module.params["batch"] is not None
+        plans = _plan.plan_each(_items(module, spec) if batch else [module.params], run,
+                                systemctl=module.get_bin_path("systemctl"), service_mgr=lambda: _service_mgr(module),
+                                numbered=batch)
+        return dict(plans=plans) if batch else plans[0]
 
     run_module(module, work)
 

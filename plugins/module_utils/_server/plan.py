@@ -265,12 +265,13 @@ def plan(p: dict[str, Any], run: Runner, systemctl: str | None = None,
 
 def plan_each(items: list, run: Runner, systemctl: str | None = None,
               service_mgr: Callable[[], str] = lambda: "",
-              check_health: Callable[[str], int | None] = health) -> list:
+              check_health: Callable[[str], int | None] = health, numbered: bool = False) -> list:
     """plan() of each of ITEMS (the module's params) in order, `changed` false in each; SERVICE_MGR reads the
     host's service manager, once, for the items that name neither supervisor nor service manager.
 
-    One module run for many configurations (the experiment's plan of every variant on a host). A refusal
-    names the item's position (from 1) when there are several, in its message and as `batch_item`."""
+    One module run for many configurations (the experiment's plan of every variant on a host). With
+    NUMBERED (the module's batch), a refusal names the item's position (from 1), in its message and as
+    `batch_item`."""
     detected: list = []
     out = []
     for number, item in enumerate(items, 1):
@@ -282,7 +283,7 @@ def plan_each(items: list, run: Runner, systemctl: str | None = None,
         try:
             out.append(dict(plan(p, run, systemctl, check_health), changed=False))
         except GpuFleetError as exc:
-            if len(items) > 1:
+            if numbered:
                 exc.msg = "batch item %d: %s" % (number, exc.msg)
                 exc.args = (exc.msg,)
                 exc.details["batch_item"] = number

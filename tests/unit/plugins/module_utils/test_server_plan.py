@@ -379,6 +379,6 @@ def test_plan_each_names_the_item_it_refuses(tmp_path):
     items = [params(state_dir=str(tmp_path)),
              params(state_dir=str(tmp_path), speculative=dict(DRAFT, algorithm="EAGLE4"))]
     with pytest.raises(pl.InvalidInput) as err:
-        pl.plan_each(items, lambda argv: (0, "0.5.23\n", ""))
+        pl.plan_each(items, lambda argv: (0, "0.5.23\n", ""), numbered=True)
     assert err.value.msg.startswith("batch item 2: speculative.algorithm 'EAGLE4'"), err.value.msg
     assert err.value.fail_fields()["batch_item"] == 2
