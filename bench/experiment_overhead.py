@@ -23,8 +23,10 @@ i.e. Ansible, SSH, the plan of every variant, the checks, the stop, the GPU rele
 verification, the record written on the controller, and the report. The server-start figure of
 the same run is the mean ready_seconds. The spread ratio is the spread run's wall time over the
 1-host run's. Prints both figures, the number of tasks the 1-host run started (run or skipped;
-each costs the controller time whatever the load) and the load average before and after (the
-machine's other work weighs on both); asserts nothing about time.
+each costs the controller time whatever the load), the CPU seconds the controller spent on the
+1-host run (ansible-playbook with its workers and SSH clients; less dependent on the load than
+wall time) and the load average before and after (the machine's other work weighs on both);
+asserts nothing about time.
 
     .venv/bin/python bench/experiment_overhead.py [--variants 4] [--ssh-port 2621] [--server-port 30621]
 
@@ -35,6 +37,7 @@ import argparse
 import glob
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -69,7 +72,7 @@ def experiment_file(root, variants, server_port):
 
 
 def run(inventory, path, results, server_port, limit=None, spread=False):
-    """One experiment.yml run; (wall seconds, [record], {task name: seconds}, task starts)."""
+    """One experiment.yml run; (wall seconds, [record], {task name: seconds}, task starts, controller CPU seconds)."""
     if spread:
         with open(path, encoding="utf-8") as handle:
             doc = yaml.safe_load(handle)
@@ -89,9 +92,11 @@ def run(inventory, path, results, server_port, limit=None, spread=False):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""), ANSIBLE_CALLBACK_PLUGINS=CALLBACKS,
                ANSIBLE_CALLBACKS_ENABLED="task_times", GPUFLEET_TASK_TIMES=times_file)
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
     wall = time.monotonic() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     if proc.returncode != 0:
         sys.exit("experiment.yml failed (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout[-4000:],
                                                              proc.stderr[-2000:]))
@@ -106,7 +111,7 @@ def run(inventory, path, results, server_port, limit=None, spread=False):
     for rec_path in glob.glob(os.path.join(results, "records", "*", "*.json")):
         with open(rec_path, encoding="utf-8") as handle:
             records.append(json.load(handle))
-    return wall, records, times, starts
+    return wall, records, times, starts, cpu
 
 
 def _load(triple):
@@ -127,8 +132,8 @@ def main():
     try:
         path = experiment_file(root, args.variants, args.server_port)
         inventory = os.path.join(root, "inventory.yml")
-        one_wall, one_records, one_times, one_starts = run(inventory, path, os.path.join(root, "results-1"),
-                                                           args.server_port, limit="sim-h1")
+        one_wall, one_records, one_times, one_starts, one_cpu = run(
+            inventory, path, os.path.join(root, "results-1"), args.server_port, limit="sim-h1")
         two_wall, two_records = run(inventory, path, os.path.join(root, "results-2"), args.server_port,
                                     spread=True)[:2]
     finally:
@@ -146,6 +151,9 @@ def main():
     print("  spread over 2 hosts: wall %.1f s = %.2fx the 1-host run" % (two_wall, two_wall / one_wall))
     # Independent of the machine's load: each task the play starts (run or skipped) costs the controller time.
     print("  tasks started in the 1-host run: %d" % one_starts)
+    # Less dependent on the load than wall time: what the controller itself computed (ansible-playbook,
+    # its workers and SSH clients; the hosts' module runs are not its children).
+    print("  controller CPU of the 1-host run: %.1f s" % one_cpu)
     print("  the 1-host run's slowest tasks (seconds, all variants):")
     for name, seconds in sorted(one_times.items(), key=lambda kv: -kv[1])[:args.top]:
         print("    %6.2f  %s" % (seconds, name))

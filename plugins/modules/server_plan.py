@@ -26,6 +26,8 @@ description:
     supervisor starts the role's C(log_redact.py) in front of the server; only the key's digest enters the
     fingerprint.
   - Only reads; never changes anything on the host (C(changed) is always false).
+  - With O(batch), plans several configurations in one call (one module run on the host instead of one each) and
+    returns them as RV(plans).
 author:
   - gpufleet.serving maintainers (@gpufleet)
 requirements:
@@ -163,9 +165,10 @@ options:
     type: str
     default: ""
   instance:
-    description: Instance name; names the log, state, fingerprint, key, unit and environment files.
+    description:
+      - Instance name; names the log, state, fingerprint, key, unit and environment files. Required unless O(batch)
+        is given.
     type: str
-    required: true
   log_dir:
     description: Directory of the server's log.
     type: str
@@ -185,6 +188,16 @@ options:
         when empty and O(supervisor) is empty.
     type: str
     default: ""
+  batch:
+    description:
+      - Plan each item, a dictionary of this module's other options (checked as they are, O(instance) required in
+        each), and return the results in order as RV(plans); the options given beside O(batch) are then not used.
+      - One call for many configurations (the experiment playbook's plan of every variant on a host, before anything
+        runs); the host's service manager is read once for all of them.
+      - An item the module refuses fails the call, the message naming the item's position (from 1), also returned
+        as C(batch_item) with the failure.
+    type: list
+    elements: dict
 notes:
   - The P(gpufleet.serving.sglang_server#role) role passes its C(sglang_server_*) variables here; use the role
     rather than this module in a play.
@@ -225,34 +238,39 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+plans:
+  description: With O(batch), each item's result (the return values below), in the order of the items.
+  returned: when O(batch) is given
+  type: list
+  elements: dict
 decision:
   description: V(keep), V(relaunch) or V(stop).
-  returned: always
+  returned: unless O(batch) is given
   type: str
   sample: keep
 keep:
   description: Whether the running server is kept (RV(decision) is V(keep)).
-  returned: always
+  returned: unless O(batch) is given
   type: bool
   sample: true
 supervisor:
   description: V(systemd) or V(process).
-  returned: always
+  returned: unless O(batch) is given
   type: str
   sample: process
 entry_point:
   description: The C(sglang) console script the command line starts.
-  returned: always
+  returned: unless O(batch) is given
   type: str
   sample: /opt/sglang/.venv/bin/sglang
 entry_point_exists:
   description: Whether the entry point exists (true for a name looked up on PATH); null unless relaunching.
-  returned: always
+  returned: unless O(batch) is given
   type: bool
   sample: true
 argv:
   description: The C(sglang serve) command line.
-  returned: always
+  returned: unless O(batch) is given
   type: list
   elements: str
   sample: [/opt/sglang/.venv/bin/sglang, serve, --model-path, /models/kimi, --tp-size, "8", --host, 127.0.0.1,
@@ -261,7 +279,7 @@ speculative_argv:
   description:
     - The part of RV(argv) that O(speculative) composes, with O(speculative_args) (SGLang) or O(speculative_config) (vLLM)
       merged in; empty without O(speculative).
-  returned: always
+  returned: unless O(batch) is given
   type: list
   elements: str
   sample: [--speculative-algorithm, EAGLE3, --speculative-draft-model-path, /models/eagle3, --speculative-num-steps, "3",
@@ -270,33 +288,33 @@ speculative_numbers:
   description:
     - The numbers the engine runs with O(speculative) - C(num_steps), C(eagle_topk), C(num_draft_tokens) (vLLM's chain is
       top-k 1 with steps + 1 draft tokens) - for M(gpufleet.serving.drafter_check); null without O(speculative).
-  returned: always
+  returned: unless O(batch) is given
   type: dict
   sample: {"num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}
 launch_argv:
   description: What the supervisor starts - RV(argv), behind the log redactor when there is an API key.
-  returned: always
+  returned: unless O(batch) is given
   type: list
   elements: str
   sample: [/opt/sglang/.venv/bin/sglang, serve, --model-path, /models/kimi]
 env:
   description: The server's environment (with C(CUDA_VISIBLE_DEVICES) when O(gpus) is set).
-  returned: always
+  returned: unless O(batch) is given
   type: dict
   sample: {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
 url:
   description: The server's base URL.
-  returned: always
+  returned: unless O(batch) is given
   type: str
   sample: http://127.0.0.1:30000
 fingerprint:
   description: SHA-256 of the effective configuration (launch argv, environment, supervisor, the key's digest).
-  returned: always
+  returned: unless O(batch) is given
   type: str
   sample: 5d0c3e...
 paths:
   description: Files on the host.
-  returned: always
+  returned: unless O(batch) is given
   type: dict
   contains:
     log:
@@ -329,26 +347,26 @@ paths:
       sample: /etc/default/sglang-30000
 running:
   description: Whether the instance's server (process or unit) runs now.
-  returned: always
+  returned: unless O(batch) is given
   type: bool
   sample: true
 pid:
   description: PID of the running server (the unit's MainPID), or null.
-  returned: always
+  returned: unless O(batch) is given
   type: int
   sample: 41234
 recorded_fingerprint:
   description: The fingerprint recorded with what runs (empty when none).
-  returned: always
+  returned: unless O(batch) is given
   type: str
 health_status:
   description: HTTP status of C(/health) of a running server with the same fingerprint; null when not asked or no answer.
-  returned: always
+  returned: unless O(batch) is given
   type: int
   sample: 200
 engine_version:
   description: The host's version of the O(engine) (sglang or vllm), V(unknown) when it could not be read; null unless relaunching.
-  returned: always
+  returned: unless O(batch) is given
   type: str
   sample: 0.33.0
 sglang_version:
@@ -356,28 +374,29 @@ sglang_version:
     - The host's sglang version (RV(engine_version) when O(engine=sglang), else null), V(unknown) when it could not be read;
       null unless relaunching.
     - Deprecated, will be removed in 2.0.0; use RV(engine_version).
-  returned: always
+  returned: unless O(batch) is given
   type: str
   sample: 0.5.23
 dirs_ready:
   description:
     - Whether O(log_dir) (mode 0750) and O(state_dir) (mode 0700) exist with those modes; null unless relaunching.
       The role creates them only when not.
-  returned: always
+  returned: unless O(batch) is given
   type: bool
   sample: true
 version_error:
   description: The last line of what went wrong reading the version; null when it was read.
-  returned: always
+  returned: unless O(batch) is given
   type: str
   sample: "ModuleNotFoundError: No module named 'sglang'"
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput, run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
 
 
@@ -387,55 +406,76 @@ def _service_mgr(module):
     return ServiceMgrFactCollector().collect(module=module).get("service_mgr") or ""
 
 
+def argument_spec():
+    """The options of one plan (an item of `batch` is checked against the same)."""
+    return dict(
+        engine=dict(type="str", choices=registry.names(), default=registry.DEFAULT),
+        state=dict(type="str", choices=["started", "stopped", "restarted"], default="started"),
+        model_path=dict(type="str", default=""),
+        served_model_name=dict(type="str", default=""),
+        tp_size=dict(type="raw", default=8),
+        host=dict(type="str", default="127.0.0.1"),
+        port=dict(type="raw", default=registry.get(registry.DEFAULT).default_port),
+        mem_fraction_static=dict(type="raw"),
+        cuda_graph_max_bs=dict(type="raw"),
+        max_running_requests=dict(type="raw"),
+        enable_metrics=dict(type="bool", default=True),
+        gpu_memory_utilization=dict(type="raw"),
+        max_num_seqs=dict(type="raw"),
+        speculative_config=dict(type="dict", default={}),
+        api_key=dict(type="str", default="", no_log=True),
+        speculative=dict(type="dict", options=dict(
+            algorithm=dict(type="str", default="EAGLE3"),
+            draft_model_path=dict(type="str", required=True),
+            num_steps=dict(type="int"),
+            eagle_topk=dict(type="int"),
+            num_draft_tokens=dict(type="int", no_log=False),
+        )),
+        speculative_args=dict(type="list", elements="str", default=[]),
+        extra_args=dict(type="list", elements="str", default=[]),
+        env=dict(type="dict", default={}),
+        gpus=dict(type="list", elements="raw", default=[]),
+        python=dict(type="str", default="python3"),
+        entry_point=dict(type="str", default=""),
+        instance=dict(type="str"),
+        log_dir=dict(type="str", default="/var/log/" + registry.DEFAULT),
+        state_dir=dict(type="str", default="/var/lib/gpufleet-serving"),
+        supervisor=dict(type="str", choices=["", "systemd", "process"], default=""),
+        service_mgr=dict(type="str", default=""),
+    )
+
+
+def _items(module, spec):
+    """Each item of `batch` as the module would take it (checked, defaults set), its secrets kept out of the result."""
+    item_spec = dict(spec, instance=dict(type="str", required=True))
+    items = []
+    for number, item in enumerate(module.params["batch"], 1):
+        checked = ArgumentSpecValidator(item_spec).validate(item)
+        if checked.error_messages:
+            raise InvalidInput("batch item %d: %s" % (number, "; ".join(checked.error_messages)), batch_item=number)
+        module.no_log_values.update(checked._no_log_values)
+        items.append(checked.validated_parameters)
+    return items
+
+
 def main():
+    spec = argument_spec()
     module = AnsibleModule(
-        argument_spec=dict(
-            engine=dict(type="str", choices=registry.names(), default=registry.DEFAULT),
-            state=dict(type="str", choices=["started", "stopped", "restarted"], default="started"),
-            model_path=dict(type="str", default=""),
-            served_model_name=dict(type="str", default=""),
-            tp_size=dict(type="raw", default=8),
-            host=dict(type="str", default="127.0.0.1"),
-            port=dict(type="raw", default=registry.get(registry.DEFAULT).default_port),
-            mem_fraction_static=dict(type="raw"),
-            cuda_graph_max_bs=dict(type="raw"),
-            max_running_requests=dict(type="raw"),
-            enable_metrics=dict(type="bool", default=True),
-            gpu_memory_utilization=dict(type="raw"),
-            max_num_seqs=dict(type="raw"),
-            speculative_config=dict(type="dict", default={}),
-            api_key=dict(type="str", default="", no_log=True),
-            speculative=dict(type="dict", options=dict(
-                algorithm=dict(type="str", default="EAGLE3"),
-                draft_model_path=dict(type="str", required=True),
-                num_steps=dict(type="int"),
-                eagle_topk=dict(type="int"),
-                num_draft_tokens=dict(type="int", no_log=False),
-            )),
-            speculative_args=dict(type="list", elements="str", default=[]),
-            extra_args=dict(type="list", elements="str", default=[]),
-            env=dict(type="dict", default={}),
-            gpus=dict(type="list", elements="raw", default=[]),
-            python=dict(type="str", default="python3"),
-            entry_point=dict(type="str", default=""),
-            instance=dict(type="str", required=True),
-            log_dir=dict(type="str", default="/var/log/" + registry.DEFAULT),
-            state_dir=dict(type="str", default="/var/lib/gpufleet-serving"),
-            supervisor=dict(type="str", choices=["", "systemd", "process"], default=""),
-            service_mgr=dict(type="str", default=""),
-        ),
+        argument_spec=dict(spec, batch=dict(type="list", elements="dict")),
+        required_one_of=[("instance", "batch")],
         supports_check_mode=True,
     )
     require_libraries(module, "psutil")
-    p = dict(module.params)
-    if not p["supervisor"] and not p["service_mgr"]:
-        p["service_mgr"] = _service_mgr(module)
 
     def run(argv):
         return module.run_command(argv, handle_exceptions=False)
 
     def work():
-        return dict(_plan.plan(p, run, systemctl=module.get_bin_path("systemctl")), changed=False)
+        batch = module.params["batch"] is not None
+        plans = _plan.plan_each(_items(module, spec) if batch else [module.params], run,
+                                systemctl=module.get_bin_path("systemctl"), service_mgr=lambda: _service_mgr(module),
+                                numbered=batch)
+        return dict(plans=plans) if batch else plans[0]
 
     run_module(module, work)
 

@@ -5,7 +5,8 @@ Each example runs with its model paths moved to the simulator's models and short
 (levels 1 and 4, 32-token outputs); everything else is the file as shipped. Check mode prints
 each host's plan and leaves processes and GPU memory as they were, and every command line in it
 parses with the engines' own parsers (real SGLang 0.5.23; vLLM 0.33.0's flag set in the
-simulator). The Kimi campaign runs spread over two hosts (four launches, not eight), its gates
+simulator); a drafter its target cannot take, or a speculative method the engine does not know,
+stops the host at the plan, naming the variant. The Kimi campaign runs spread over two hosts (four launches, not eight), its gates
 checked and a failed gate named; a re-run skips what is recorded. The GLM campaign, interrupted
 by SIGINT in the middle of its second variant, resumes with every variant recorded once.
 """
@@ -132,6 +133,18 @@ def test_check_mode_prints_a_plan_the_engines_parse_and_changes_nothing(request,
     run = _run(fleet, _on_the_simulator("kimi-k25-eagle3", fleet, bad, drafter=MISMATCHED), results)
     assert run.returncode != 0 and "Check the drafter against its target: sglang-eagle3" in run.output, run.output[-6000:]
     assert "hidden_size differs: drafter hidden_size=4096, target hidden_size=" in run.output, run.output[-6000:]
+    assert _snapshot(fleet, 1) == before
+
+    # A method the engine does not know: the one server_plan call of the host refuses it, naming the variant.
+    unknown = tmp_path / "unknown"
+    unknown.mkdir()
+    path = _on_the_simulator("kimi-k25-eagle3", fleet, unknown)
+    doc = yaml.safe_load(path.read_text())
+    next(v for v in doc["variants"] if v["name"] == "sglang-eagle3")["speculative"]["algorithm"] = "EAGLE4"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    run = _run(fleet, path, results)
+    assert run.returncode != 0, run.output[-6000:]
+    assert "variant sglang-eagle3: batch item 2: speculative.algorithm 'EAGLE4'" in run.output, run.output[-6000:]
     assert _snapshot(fleet, 1) == before
 
 

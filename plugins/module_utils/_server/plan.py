@@ -22,7 +22,7 @@ from typing import Any, Callable, List, Tuple
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine import Engine, merge_option
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import parse_systemctl_show
@@ -260,4 +260,32 @@ def plan(p: dict[str, Any], run: Runner, systemctl: str | None = None,
         # The deprecated sglang_version: the default engine's version under its former name.
         if engine.name == _registry.DEFAULT:
             out["sglang_version"] = out["engine_version"]
+    return out
+
+
+def plan_each(items: list, run: Runner, systemctl: str | None = None,
+              service_mgr: Callable[[], str] = lambda: "",
+              check_health: Callable[[str], int | None] = health, numbered: bool = False) -> list:
+    """plan() of each of ITEMS (the module's params) in order, `changed` false in each; SERVICE_MGR reads the
+    host's service manager, once, for the items that name neither supervisor nor service manager.
+
+    One module run for many configurations (the experiment's plan of every variant on a host). With
+    NUMBERED (the module's batch), a refusal names the item's position (from 1), in its message and as
+    `batch_item`."""
+    detected: list = []
+    out = []
+    for number, item in enumerate(items, 1):
+        p = {k: v for k, v in item.items() if k != "batch"}
+        if not p.get("supervisor") and not p.get("service_mgr"):
+            if not detected:
+                detected.append(service_mgr())
+            p["service_mgr"] = detected[0]
+        try:
+            out.append(dict(plan(p, run, systemctl, check_health), changed=False))
+        except GpuFleetError as exc:
+            if numbered:
+                exc.msg = "batch item %d: %s" % (number, exc.msg)
+                exc.args = (exc.msg,)
+                exc.details["batch_item"] = number
+            raise
     return out

@@ -355,3 +355,30 @@ def test_unknown_speculative_method_is_refused_before_anything_is_read(tmp_path,
 def test_known_speculative_method_or_a_stop_passes(tmp_path, more):
     out = pl.plan(params(state_dir=str(tmp_path), **more), lambda argv: (0, "1.0\n", ""))
     assert out["decision"] in ("relaunch", "stop")
+
+
+# Several configurations in one module run: each planned as alone, the service manager read once.
+def test_plan_each_plans_every_item_in_order_and_reads_the_service_manager_once(tmp_path):
+    reads = []
+
+    def service_mgr():
+        reads.append(1)
+        return "systemd"
+
+    items = [params(state_dir=str(tmp_path), supervisor="", max_running_requests=n) for n in (101, 102)]
+    items.append(params(state_dir=str(tmp_path), supervisor="process", max_running_requests=103))
+    out = pl.plan_each(items, lambda argv: (0, "0.5.23\n", ""), service_mgr=service_mgr)
+    alone = [pl.plan(dict(item, service_mgr=item["service_mgr"] or "systemd"), lambda argv: (0, "0.5.23\n", ""))
+             for item in items]
+    assert out == [dict(plan, changed=False) for plan in alone]
+    assert [o["argv"][o["argv"].index("--max-running-requests") + 1] for o in out] == ["101", "102", "103"]
+    assert [o["supervisor"] for o in out] == ["systemd", "systemd", "process"] and reads == [1]
+
+
+def test_plan_each_names_the_item_it_refuses(tmp_path):
+    items = [params(state_dir=str(tmp_path)),
+             params(state_dir=str(tmp_path), speculative=dict(DRAFT, algorithm="EAGLE4"))]
+    with pytest.raises(pl.InvalidInput) as err:
+        pl.plan_each(items, lambda argv: (0, "0.5.23\n", ""), numbered=True)
+    assert err.value.msg.startswith("batch item 2: speculative.algorithm 'EAGLE4'"), err.value.msg
+    assert err.value.fail_fields()["batch_item"] == 2
