@@ -29,6 +29,7 @@ wall time) and the load average before and after (the machine's other work weigh
 asserts nothing about time.
 
     .venv/bin/python bench/experiment_overhead.py [--variants 4] [--ssh-port 2621] [--server-port 30621]
+                                                  [--sglang '{"load_seconds": 20}']
 
 Needs root (the fleet's namespaces), openssh-server and tini. The fleet lives in
 build/bench/experiment and is taken down at the end, also after a failure.
@@ -124,11 +125,14 @@ def main():
     parser.add_argument("--ssh-port", type=int, default=2621)
     parser.add_argument("--server-port", type=int, default=30621)
     parser.add_argument("--top", type=int, default=15, help="slowest tasks to list")
+    parser.add_argument("--sglang", default="", metavar="JSON",
+                        help='simulator knobs (simctl fleet up --sglang), e.g. {"load_seconds": 20} for a start-up '
+                             'long enough that it, not the overhead, sets the spread ratio')
     args = parser.parse_args()
     root = os.path.join(REPO, "build", "bench", "experiment")
     load_before = os.getloadavg()
     fleet("down", root)
-    fleet("up", root, "--hosts", "2", "--port", str(args.ssh_port))
+    fleet("up", root, "--hosts", "2", "--port", str(args.ssh_port), *(["--sglang", args.sglang] if args.sglang else []))
     try:
         path = experiment_file(root, args.variants, args.server_port)
         inventory = os.path.join(root, "inventory.yml")
@@ -143,8 +147,9 @@ def main():
         sys.exit("expected %d ok records per run, got %d and %d" % (args.variants, len(ready), len(two_records)))
     bench = sum(s for name, s in one_times.items() if BENCH_TASK in name)
     overhead = (one_wall - sum(ready) - bench) / args.variants
-    print("experiment.yml on the simulated fleet (fast profile), %d base-SGLang variants; load average "
-          "(1, 5, 15 min) before %s, after %s" % (args.variants, _load(load_before), _load(os.getloadavg())))
+    print("experiment.yml on the simulated fleet (fast profile%s), %d base-SGLang variants; load average "
+          "(1, 5, 15 min) before %s, after %s" % (", knobs " + args.sglang if args.sglang else "", args.variants,
+                                                  _load(load_before), _load(os.getloadavg())))
     print("  1 host : wall %.1f s; server start-up (ready_seconds) mean %.2f s, sum %.1f s; benchmark tasks %.1f s"
           % (one_wall, sum(ready) / len(ready), sum(ready), bench))
     print("  overhead per variant beyond the server's start-up and the benchmark: %.2f s" % overhead)
