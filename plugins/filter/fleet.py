@@ -48,6 +48,14 @@ def swap_experiment(engine=None, baseline=True, benchmark=None):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def experiment_planned(requests, composed, names):
+    """variant_lines.planned, its ValueError (lists that do not match) as the filter's error."""
+    try:
+        return variant_lines.planned(requests, composed, names)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule:
     """gpufleet.serving filters for the playbooks."""
 
@@ -73,6 +81,7 @@ class FilterModule:
             "engine_settings": engine_settings,
             "teardown_record": variant_lines.teardown_record,
             "experiment_plan_lines": variant_lines.plan_lines,
+            "experiment_planned": experiment_planned,
             "compare_experiment": compare_experiment,
             "swap_experiment": swap_experiment,
         }
