@@ -57,7 +57,7 @@ def _set_facts(variables, tasks_file, only=None):
                     except AnsibleError:
                         if only is not None:
                             raise
-        include = task.get("ansible.builtin.include_role")
+        include = task.get("ansible.builtin.include_role") or task.get("ansible.builtin.import_role")
         if include and task.get("vars"):
             rendered = {}
             for name, expr in task["vars"].items():
@@ -75,9 +75,16 @@ _OMIT = "__omit_place_holder__role_argv"
 def _plan_params(variables):
     """The server_plan arguments of plan.yml, rendered; types as the module's argument_spec has them."""
     tasks = _load(os.path.join(ROLES, "_server", "tasks", "plan.yml"))
-    (task,) = [t for t in tasks + [b for t in tasks for b in t.get("block", [])]
-               if "gpufleet.serving.server_plan" in t]
+    ((block, task),) = [(b, t) for b in [{"block": tasks}] + [t for t in tasks if "block" in t]
+                        for t in b["block"] if "gpufleet.serving.server_plan" in t]
     variables = dict(variables, omit=_OMIT)
+    # The block's and the task's own vars (the module's options are read from them), in order;
+    # one that needs what is not loaded here (a registered result, a lookup) is left out.
+    for name, expr in list((block.get("vars") or {}).items()) + list((task.get("vars") or {}).items()):
+        try:
+            variables[name] = _render(variables, expr)
+        except AnsibleError:
+            pass
     params = {k: _render(variables, v) for k, v in task["gpufleet.serving.server_plan"].items()}
     params = {k: v for k, v in params.items() if v != _OMIT}
     params["enable_metrics"] = boolean(params["enable_metrics"])
