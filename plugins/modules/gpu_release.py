@@ -225,7 +225,9 @@ killed:
         Why the process got SIGKILL without a SIGTERM first: C(SIGTERM ignored), C(SIGTERM blocked by every thread),
         C(PID 1 of its own PID namespace without a SIGTERM handler), or C(ptrace-stopped (traced by pid N): ...)
         (a debugger or profiler holds it; it acts on no signal but SIGKILL until its tracer lets it go)
-        (read from /proc/PID/status and /proc/PID/task/*/stat).
+        (read from /proc/PID/status and /proc/PID/task/*/stat). Every such process gets C(SIGSTOP) first, all
+        together (not listed in RV(killed[].signals)), so that none acts on another's death (a server that ends its
+        workers when one dies) before its own SIGKILL reaches it.
       type: str
       returned: when so
     continued:

@@ -20,7 +20,14 @@ import time
 from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import psutil
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import group_cmdline, group_state, job_stopped, leader_exited, term_blocked
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.threads import (
+    group_cmdline,
+    group_state,
+    job_stopped,
+    leader_exited,
+    live_tasks,
+    term_blocked,
+)
 
 HAS_PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 POLL_FALLBACK = 0.02
@@ -89,6 +96,20 @@ class Target:
         self.signals.append(signal.Signals(sig).name)
         if self.sent_at is None:
             self.sent_at = now
+
+    def hold(self) -> None:
+        """SIGSTOP, not recorded in `signals`: a target about to get SIGKILL is held still so it
+        cannot act on another target's death (a parent that ends its other children when one dies)
+        before its own SIGKILL reaches it. A failure changes nothing: the SIGKILL decides."""
+        if self.gone:
+            return
+        try:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGSTOP)
+            else:
+                self._proc.send_signal(signal.SIGSTOP)
+        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError, psutil.AccessDenied):
+            pass
 
     def _mark_gone(self, now):
         if not self.gone:
@@ -161,7 +182,8 @@ def leaves_first(targets: list) -> list:
 
     A child that dies with its parent (PR_SET_PDEATHSIG, as SGLang's schedulers set it) can be
     gone and reaped between our signal to the parent and our signal to it; signalled first, it
-    gets our own signal, and the result names every process we took down.
+    gets our own signal, and the result names every process we took down. (The reverse, a
+    parent that ends its other children when one dies, is held off by release(): SIGSTOP first.)
     """
     ppid = {t.pid: t.info.ppid for t in targets}
 
@@ -173,6 +195,22 @@ def leaves_first(targets: list) -> list:
         return len(seen)
 
     return sorted(targets, key=lambda t: -depth(t.pid))
+
+
+# How long release() waits for the targets it holds to show as stopped: SIGSTOP takes effect when
+# the target next enters the kernel, at once for one that sleeps, within a tick for one on a CPU.
+HOLD_WAIT = 0.5
+
+
+def wait_held(targets: list, until: float) -> None:
+    """Poll until every target's live threads are stopped (state T, or t under a tracer) or gone,
+    or UNTIL passes (then go on: the SIGKILL that follows decides either way)."""
+    waiting = list(targets)
+    while waiting:
+        waiting = [t for t in waiting if any(state not in ("T", "t") for _tid, state in live_tasks(t.pid))]
+        if not waiting or time.monotonic() >= until:
+            return
+        time.sleep(0.001)
 
 
 def release(targets: list, term_timeout: float, deadline: float, on_progress: Any = None) -> list:
@@ -199,6 +237,14 @@ def release(targets: list, term_timeout: float, deadline: float, on_progress: An
             if not target.sigkill_at_once and job_stopped(target.pid):
                 target.continued = ("stopped (state T): SIGCONT right after SIGTERM, "
                                     "which stays pending on a stopped process")
+    # Those that get SIGKILL at once are all held still first: signalled one after another, a
+    # parent that ends its other children when one dies (SGLang's does) could take a sibling down
+    # between our signals, and the result would not name it.
+    # Ancestors are held first, so none can act on a descendant that stops (SIGCHLD) either.
+    at_once = [t for t in live if term_timeout <= 0 or t.sigkill_at_once]
+    for target in reversed(at_once):
+        target.hold()
+    wait_held(at_once, time.monotonic() + HOLD_WAIT)
     now = time.monotonic()
     termed = []
     for target in live:

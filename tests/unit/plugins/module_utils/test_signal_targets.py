@@ -136,3 +136,40 @@ def test_exited_leader_counts_as_alive_named_and_signalled(leader_exited):
     assert target.signals == ["SIGTERM"]
     assert target.result()["cmdline"].endswith("gf-probe-arg")
     assert leader_exited.wait(timeout=10) == -15
+
+
+# The reverse: a parent that ends its other children as soon as one dies (SGLang's does, through
+# its SIGQUIT from the child watchdog; here SIGCHLD), everyone ignoring SIGTERM.
+SIBLING_PARENT = ("import os, signal, subprocess, sys\n"
+                  "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                  "kids = [subprocess.Popen([sys.executable, '-c', sys.argv[1]], stdin=subprocess.PIPE,\n"
+                  "                         stdout=subprocess.PIPE, text=True) for _ in range(4)]\n"
+                  "def end_all(*_):\n"
+                  "    for k in kids:\n"
+                  "        if k.poll() is None:\n"
+                  "            k.kill()\n"
+                  "assert all(k.stdout.readline().strip() == 'ready' for k in kids)\n"
+                  "signal.signal(signal.SIGCHLD, end_all)\n"
+                  "print(' '.join(str(k.pid) for k in kids), flush=True)\n"
+                  "sys.stdin.read()\n")
+
+
+def test_targets_killed_at_once_are_held_still_before_the_first_sigkill(own_procs, monkeypatch):
+    # Between our SIGKILL to one child and to the next, the parent could end the next one itself,
+    # and the result would not name it: every such target is stopped before the first goes out.
+    parent = own_procs.python(SIBLING_PARENT, CODES["ignored"])
+    kids = [int(pid) for pid in parent.stdout.readline().split()]
+    seen = []
+    real_send = sig.Target.send
+
+    def send(self, s, now):
+        if not seen:
+            seen.extend(proc_state(pid) for pid in [parent.pid] + kids)
+        real_send(self, s, now)
+
+    monkeypatch.setattr(sig.Target, "send", send)
+    targets = [sig.Target(info_of(pid), "pattern") for pid in [parent.pid] + kids]
+    assert sig.release(targets, term_timeout=10, deadline=time.monotonic() + 20) == []
+    assert seen == ["T"] * 5, seen
+    assert [t.signals for t in targets] == [["SIGKILL"]] * 5
+    assert parent.wait(timeout=10) == -9
