@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A play that enters gpufleet.serving._server the way a public server role hands it on.
 
-sglang_server and vllm_server map their variables onto _server's inputs in one include_role
+sglang_server and vllm_server map their variables onto _server's inputs in one import_role
 task (their tasks/main.yml). A test that needs only part of the graph (the plan, the unit's
 templates, the version check) enters _server with tasks_from in a play whose vars are that same
 mapping, read from the role's own file, after the role's defaults and vars are loaded (an
@@ -22,10 +22,11 @@ SERVER = "gpufleet.serving._server"
 
 
 def mapping(role):
-    """The vars of ROLE's include_role task that enters _server."""
+    """The vars of ROLE's task that enters _server (an import_role, or an include_role)."""
     with open(os.path.join(ROLES, role, "tasks", "main.yml"), encoding="utf-8") as handle:
         (task,) = [t for t in yaml.safe_load(handle)
-                   if (t.get("ansible.builtin.include_role") or {}).get("name") == SERVER]
+                   if (t.get("ansible.builtin.import_role") or t.get("ansible.builtin.include_role") or {}).get("name")
+                   == SERVER]
     return task["vars"]
 
 
