@@ -6,7 +6,8 @@
   - engine names (the modules' `engine` choices) and kill patterns: each engine's file in plugins/module_utils/_engines/ (Engine.kill_patterns),
     as plugins/module_utils/_gpu/patterns.py ENGINE_PATTERNS gathers them
   - protected GPU daemons: plugins/module_utils/_gpu/protect.py DAEMONS
-  - role variables: roles/*/meta/argument_specs.yml
+  - role variables: roles/*/meta/argument_specs.yml; the server roles' own (their options and
+    defaults/main.yml) from the server spec table, plugins/module_utils/_engines/settings.py
   - vllm_server's deprecated speculative method list: the registry (Engine.speculative_methods)
   - the fleet's variants (_fleet's fleet_variant choices, compare_engines.yml's defaults): each
     engine's labels, plugins/plugin_utils/_report/outcome.py engine_settings
@@ -178,12 +179,6 @@ def _gpu_daemons(kind):
     return ["GPU daemons, by executable: %s." % ", ".join("`%s`" % d for d in daemons())]
 
 
-def _sglang_kill_set(kind):
-    if kind != "yaml":
-        raise ValueError("sglang-kill-set is a YAML block")
-    return ["default:"] + ["  " + _yaml_item(p) for p in engine_patterns()["sglang"]]
-
-
 def _role_variables(role):
     def render(kind):
         if kind != "markdown":
@@ -197,6 +192,52 @@ def _role_variables(role):
             desc = " ".join(desc) if isinstance(desc, list) else desc
             rows.append(("`%s`" % name, _markdown_default(spec), _markdown_text(desc)))
         return _markdown_table(("name", "default", "meaning"), rows)
+    return render
+
+
+def _server_table():
+    engine_patterns()  # puts the collection on sys.path
+    from ansible_collections.gpufleet.serving.plugins.module_utils._engines import (  # pylint: disable=import-outside-toplevel  # pylint: disable=import-outside-toplevel
+        registry,
+        settings,
+    )
+    return registry, settings
+
+
+def _server_options(name):
+    """An engine's server role variables (argument spec options), from the server spec table."""
+    def render(kind):
+        if kind != "yaml":
+            raise ValueError("server-options is a YAML block")
+        registry, spec = _server_table()
+        title = registry.get(name).title
+        lines = []
+        for setting in spec.settings_for(name):
+            lines += ["%s_server_%s:" % (name, setting.name), "  description:"]
+            lines += ["    " + line for paragraph in setting.doc_for(name, title)
+                      for line in _yaml_item(paragraph).split("\n")]
+            lines.append("  type: %s" % setting.type)
+            if setting.elements:
+                lines.append("  elements: %s" % setting.elements)
+            if setting.choices is not None:
+                lines.append("  choices: %s" % json.dumps(list(setting.choices)))
+            shown = spec.shown_default(setting, name)
+            if shown is not None:
+                lines.append("  default: %s" % json.dumps(shown))
+            if setting.no_log:
+                lines.append("  no_log: true")
+        return lines
+    return render
+
+
+def _server_defaults(name):
+    """An engine's server role defaults (defaults/main.yml), from the server spec table."""
+    def render(kind):
+        if kind != "yaml":
+            raise ValueError("server-defaults is a YAML block")
+        dummy, spec = _server_table()
+        return ["%s_server_%s: %s" % (name, s.name, json.dumps(spec.role_default(s, name)))
+                for s in spec.settings_for(name)]
     return render
 
 
@@ -252,13 +293,14 @@ BLOCKS = {
     "engine-names": _engine_names(),
     "engine-names-auto": _engine_names(["auto"]),
     "gpu-daemons": _gpu_daemons,
-    "sglang-kill-set": _sglang_kill_set,
     "speculative-methods-vllm": _speculative_methods("vllm"),
     "tested-version-sglang": _tested_version("sglang"),
     "tested-version-vllm": _tested_version("vllm"),
     "compare-variants": _compare_variants,
 }
 BLOCKS.update({"role-variables-%s" % r: _role_variables(r) for r in ROLES})
+BLOCKS.update({"server-options-%s" % e: _server_options(e) for e in ("sglang", "vllm")})
+BLOCKS.update({"server-defaults-%s" % e: _server_defaults(e) for e in ("sglang", "vllm")})
 BLOCKS["experiment-format"] = _experiment_format
 BLOCKS["benchmark-keys"] = _benchmark_keys
 
@@ -272,6 +314,9 @@ FILES = [
     "plugins/lookup/engine_patterns.py",
     "roles/sglang_server/meta/argument_specs.yml",
     "roles/sglang_server/vars/main.yml",
+    "roles/sglang_server/defaults/main.yml",
+    "roles/vllm_server/meta/argument_specs.yml",
+    "roles/vllm_server/defaults/main.yml",
     "roles/vllm_server/vars/main.yml",
     "roles/eagle_drafter/meta/argument_specs.yml",
     "roles/_fleet/meta/argument_specs.yml",

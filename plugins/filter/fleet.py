@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome, variant_lines
 
@@ -22,6 +24,14 @@ def engine_settings(name, host="", port="", instance=""):
         return outcome.engine_settings(name, host, port, instance)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
+
+
+def server_plan_options(settings):
+    """server_spec.plan_options: server_plan's options for one server's settings (the server_spec lookup's dict)."""
+    try:
+        return server_spec.plan_options(settings)
+    except (InvalidInput, KeyError) as exc:
+        raise AnsibleFilterError("server_plan_options: not a server_spec dict (missing %s)" % exc) from exc
 
 
 def swap_gates(runs, gates):
@@ -84,4 +94,5 @@ class FilterModule:
             "experiment_planned": experiment_planned,
             "compare_experiment": compare_experiment,
             "swap_experiment": swap_experiment,
+            "server_plan_options": server_plan_options,
         }

@@ -65,7 +65,10 @@ def test_every_generated_block_is_in_place():
         "plugins/modules/server_wait.py": ["engine-names-auto"],
         "plugins/modules/llm_benchmark.py": ["engine-names-auto"],
         "plugins/lookup/engine_patterns.py": ["engine-patterns"],
-        "roles/sglang_server/meta/argument_specs.yml": ["sglang-kill-set"],
+        "roles/sglang_server/meta/argument_specs.yml": ["server-options-sglang"],
+        "roles/sglang_server/defaults/main.yml": ["server-defaults-sglang"],
+        "roles/vllm_server/meta/argument_specs.yml": ["server-options-vllm"],
+        "roles/vllm_server/defaults/main.yml": ["server-defaults-vllm"],
         "roles/vllm_server/vars/main.yml": ["speculative-methods-vllm"],
         "roles/eagle_drafter/meta/argument_specs.yml": ["engine-names"],
         "playbooks/compare_engines.yml": ["compare-variants"],
@@ -92,13 +95,13 @@ def test_role_readme_table_lists_every_argument_spec_option(role):
 
 
 def test_the_role_kill_set_default_is_the_engine_constant():
-    """The role's documented default is SGLang's kill set, and its defaults file asks the lookup for it."""
+    """The role's documented default is SGLang's kill set, and so is its generated defaults file's."""
     with open(os.path.join(REPO, "roles/sglang_server/meta/argument_specs.yml"), encoding="utf-8") as handle:
         spec = yaml.safe_load(handle)["argument_specs"]["main"]["options"]["sglang_server_release_patterns"]
     assert spec["default"] == _patterns.ENGINE_PATTERNS["sglang"]
     with open(os.path.join(REPO, "roles/sglang_server/defaults/main.yml"), encoding="utf-8") as handle:
         defaults = yaml.safe_load(handle)
-    assert defaults["sglang_server_release_patterns"] == "{{ query('gpufleet.serving.engine_patterns', 'sglang') }}"
+    assert defaults["sglang_server_release_patterns"] == _patterns.ENGINE_PATTERNS["sglang"]
 
 
 def test_module_docs_parse_with_the_fragment():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as _spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine import (
     AcceptLength,
     Cause,
@@ -90,23 +91,8 @@ ENGINE = Engine(
     console_script="sglang",
     default_port=30000,
     model_flag="--model-path",
-    option_flags=(
-        ("tp_size", "--tp-size", "value"),
-        ("host", "--host", "value"),
-        ("port", "--port", "value"),
-        ("served_model_name", "--served-model-name", "text"),
-        ("mem_fraction_static", "--mem-fraction-static", "value"),
-        # --cuda-graph-max-bs is split into -decode and -prefill (srt/arg_groups/fields/exec_.py);
-        # the old spelling exits 2 with "ambiguous option".
-        ("cuda_graph_max_bs", "--cuda-graph-max-bs-decode", "value"),
-        ("max_running_requests", "--max-running-requests", "value"),
-        ("enable_metrics", "--enable-metrics", "switch"),
-        # SGLang reads --config YAML like its flags: the API key goes there (mode 0600),
-        # not on the command line that every local user can read in /proc.
-        ("api_key", "--config", "secret"),
-        ("speculative_args", None, "args"),
-        ("extra_args", None, "args"),
-    ),
+    # Its flags, one per server setting: the server spec table (_engines/settings.py) holds them.
+    option_flags=_spec.option_flags("sglang"),
     # Real SGLang prints the key in its server_args= line (srt/entrypoints/engine.py).
     log_redactor=True,
     speculative_options=speculative_options,

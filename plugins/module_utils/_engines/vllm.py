@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as _spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine import (
     AcceptLength,
     Cause,
@@ -104,19 +105,8 @@ ENGINE = Engine(
     console_script="vllm",
     default_port=8000,
     model_flag=None,
-    option_flags=(
-        ("tp_size", "--tensor-parallel-size", "value"),
-        ("host", "--host", "value"),
-        ("port", "--port", "value"),
-        ("served_model_name", "--served-model-name", "text"),
-        ("gpu_memory_utilization", "--gpu-memory-utilization", "value"),
-        ("max_num_seqs", "--max-num-seqs", "value"),
-        ("speculative_config", "--speculative-config", "json"),
-        # The API key goes into the --config YAML (vllm/utils/argparse_utils.py load_config_file: keys
-        # are flag names, `api-key: KEY` becomes `--api-key KEY`), never on the command line.
-        ("api_key", "--config", "secret"),
-        ("extra_args", None, "args"),
-    ),
+    # Its flags, one per server setting: the server spec table (_engines/settings.py) holds them.
+    option_flags=_spec.option_flags("vllm"),
     # vLLM masks api_key in the arguments it logs (vllm/entrypoints/common/startup.py
     # _SENSITIVE_ARG_FIELDS), so no log redactor runs in front of it.
     log_redactor=False,

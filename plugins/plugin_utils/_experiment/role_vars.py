@@ -6,21 +6,16 @@
 
 A play cannot unset a fact, so a setting one variant changes must be set by every variant
 that follows: each variant sets every key any variant of the experiment sets, its own value
-or else the host's (inventory) value, or else the role's default (`defaults`, read from the
-role's defaults/main.yml). A default the role computes from another variable (a Jinja
+or else the host's (inventory) value, or else the role's default (`defaults`, the server spec
+table's: plugins/module_utils/_engines/settings.py). A default the role computes from another variable (a Jinja
 expression, such as the instance name from the port) cannot be carried that way, so such a
 setting is refused unless every variant of its engine sets it.
 """
 
 from __future__ import annotations
 
-import os
-
-import yaml
-
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 # Speculative settings other than the neutral `speculative` dict: emptied for every variant so
 # the inventory's (an EAGLE-3 swap's) cannot leak into a base variant.
@@ -28,10 +23,10 @@ SPECULATIVE_EXTRAS = ("speculative_args", "speculative_config")
 
 
 def role_defaults(role: str) -> dict:
-    """The role's defaults/main.yml (its variables as the role sees them when nothing is set)."""
-    path = os.path.join(ROOT, "roles", role, "defaults", "main.yml")
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle) or {}
+    """The role's variables as the role sees them when nothing is set (its defaults/main.yml is
+    generated from the same table)."""
+    engine = role[:-len("_server")]
+    return {"%s_%s" % (role, s.name): server_spec.role_default(s, engine) for s in server_spec.settings_for(engine)}
 
 
 def _computed(value) -> bool:

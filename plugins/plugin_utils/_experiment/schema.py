@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The keys an experiment file may use, each read from where the option is defined.
 
-- a variant's ``server``: the engine server role's options (roles/ENGINE_server/meta/argument_specs.yml)
-  without the ``ENGINE_server_`` prefix, less those the experiment sets through its own keys;
+- a variant's ``server``: the engine's server settings (the server spec table,
+  plugins/module_utils/_engines/settings.py), less those the experiment sets through its own keys;
 - a variant's ``speculative``: server_plan's ``speculative`` suboptions (plugins/modules/server_plan.py);
 - ``benchmark``: the ``fleet_benchmark`` suboptions of the _fleet role's ``benchmark`` entry point
   (the fleet playbooks' ``benchmark`` variable takes the same keys).
@@ -22,6 +22,7 @@ import os
 
 import yaml
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -74,12 +75,20 @@ def _yaml_file(*parts):
 
 @functools.lru_cache(maxsize=None)
 def server_options(role):
-    """{option without the role prefix: its spec} of ROLE's main entry point."""
-    spec = _yaml_file("roles", role, "meta", "argument_specs.yml")
-    prefix = role + "_"
-    options = spec["argument_specs"]["main"]["options"]
-    return {name[len(prefix):]: opt for name, opt in options.items()
-            if name.startswith(prefix) and name[len(prefix):] not in SERVER_OWN_KEYS}
+    """{setting: its spec (type, elements, choices)} of ROLE's engine (ROLE is ENGINE_server), from
+    the server spec table."""
+    engine = role[:-len("_server")] if role.endswith("_server") else role
+    out = {}
+    for setting in server_spec.settings_for(engine):
+        if setting.name in SERVER_OWN_KEYS:
+            continue
+        opt = {"type": setting.type}
+        if setting.elements:
+            opt["elements"] = setting.elements
+        if setting.choices is not None:
+            opt["choices"] = list(setting.choices)
+        out[setting.name] = opt
+    return out
 
 
 @functools.lru_cache(maxsize=None)
