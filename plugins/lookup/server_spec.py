@@ -15,8 +15,7 @@ description:
     O(overrides) over them, each left unset taking its default.
   - The settings, their types, defaults and the engines each applies to are one table
     (C(plugins/module_utils/_engines/settings.py)); the public roles' argument specs, defaults and READMEs are
-    generated from it. A value of the wrong type fails, naming the variable; so does a missing model path for a
-    server to start.
+    generated from it. A value of the wrong type fails, naming the variable.
   - The dict also holds the engine's C(engine), C(title), C(vars_prefix) and C(tested_version), and
     C(speculative_on) (whether any speculative setting is given).
   - The dict holds the API key when one is set - keep it in a role or task variable, never in a fact.
@@ -68,12 +67,7 @@ class LookupModule(LookupBase):
         variables = variables or {}
         try:
             engine = registry.get(terms[0])
-            prefix = engine.name + "_server_"
-            given = {}
-            for setting in spec.settings_for(engine.name):
-                name = prefix + setting.name
-                if name in variables:
-                    given[setting.name] = self._templar.template(variables[name])
+            given = spec.given_from(engine.name, variables, self._templar.template)
             overrides = self.get_option("overrides") or {}
             given.update({key: value for key, value in overrides.items() if value is not None})
             return [spec.server(engine, given)]

@@ -167,7 +167,7 @@ options:
   instance:
     description:
       - Instance name; names the log, state, fingerprint, key, unit and environment files. Required unless O(batch)
-        is given.
+        or O(settings) is given.
     type: str
   log_dir:
     description: Directory of the server's log.
@@ -188,10 +188,22 @@ options:
         when empty and O(supervisor) is empty.
     type: str
     default: ""
+  settings:
+    description:
+      - Every setting of the server in one dictionary, keyed as the server spec table names them (the
+        P(gpufleet.serving.server_spec#lookup) lookup's dict, or the C(gpufleet.serving.server_plan_options) filter of
+        it) - C(engine), C(state) (V(planned) is planned as V(started)) and each setting of that engine, its flag
+        included; a setting left out takes the table's default, computed ones included (the port, the instance).
+      - Each value is checked by the table (type, choices, the engines it applies to), then by this module's option
+        of the same name where it has one (O(speculative)'s keys). Given, it replaces the options above that are
+        settings (O(engine) to O(supervisor)); O(service_mgr) still applies. A setting added to the table reaches
+        the command line through it with no option of its own here.
+    type: dict
   batch:
     description:
-      - Plan each item, a dictionary of this module's other options (checked as they are, O(instance) required in
-        each), and return the results in order as RV(plans); the options given beside O(batch) are then not used.
+      - Plan each item, a dictionary of this module's other options (checked as they are, O(instance) or
+        O(settings) required in each), and return the results in order as RV(plans); the options given beside
+        O(batch) are then not used.
       - One call for many configurations (the experiment playbook's plan of every variant on a host, before anything
         runs); the host's service manager is read once for all of them.
       - An item the module refuses fails the call, the message naming the item's position (from 1), also returned
@@ -396,6 +408,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as _settings
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput, run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
 
@@ -445,24 +458,54 @@ def argument_spec():
     )
 
 
+# Keys of the server_spec lookup's dict that are the engine's facts, not settings.
+SPEC_FACTS = ("title", "vars_prefix", "tested_version", "speculative_on")
+
+
+def _checked(module, spec, params, where=""):
+    """PARAMS checked against SPEC (defaults set), its secrets kept out of the result; InvalidInput naming WHERE."""
+    checked = ArgumentSpecValidator(spec, required_one_of=[("instance", "settings")]).validate(params)
+    if checked.error_messages:
+        raise InvalidInput(where + "; ".join(checked.error_messages))
+    module.no_log_values.update(checked._no_log_values)
+    return checked.validated_parameters
+
+
+def _spread(module, spec, params, where=""):
+    """PARAMS with its `settings` spread over the options: resolved by the server spec table, then checked by
+    the module's option of the same name (a setting without one as it is)."""
+    given = params.get("settings")
+    if given is None:
+        return params
+    engine = given.get("engine") or params["engine"]
+    state = given.get("state") or params["state"]
+    values = _settings.resolve(engine, {k: v for k, v in given.items() if k not in SPEC_FACTS + ("engine", "state")},
+                               where=where + "settings.{name}")
+    item = dict(values, engine=engine, state="started" if state == "planned" else state,
+                service_mgr=params["service_mgr"])
+    extended = dict(spec, **{name: dict(type="raw") for name in item if name not in spec})
+    return _checked(module, extended, item, where)
+
+
 def _items(module, spec):
-    """Each item of `batch` as the module would take it (checked, defaults set), its secrets kept out of the result."""
-    item_spec = dict(spec, instance=dict(type="str", required=True))
+    """Each item of `batch` as the module would take it (checked, defaults set, settings spread)."""
     items = []
     for number, item in enumerate(module.params["batch"], 1):
-        checked = ArgumentSpecValidator(item_spec).validate(item)
-        if checked.error_messages:
-            raise InvalidInput("batch item %d: %s" % (number, "; ".join(checked.error_messages)), batch_item=number)
-        module.no_log_values.update(checked._no_log_values)
-        items.append(checked.validated_parameters)
+        where = "batch item %d: " % number
+        try:
+            items.append(_spread(module, spec, _checked(module, dict(spec, settings=dict(type="dict")), item, where),
+                                 where))
+        except InvalidInput as exc:
+            exc.details["batch_item"] = number
+            raise
     return items
 
 
 def main():
     spec = argument_spec()
     module = AnsibleModule(
-        argument_spec=dict(spec, batch=dict(type="list", elements="dict")),
-        required_one_of=[("instance", "batch")],
+        argument_spec=dict(spec, settings=dict(type="dict"), batch=dict(type="list", elements="dict")),
+        required_one_of=[("instance", "batch", "settings")],
         supports_check_mode=True,
     )
     require_libraries(module, "psutil")
@@ -472,7 +515,14 @@ def main():
 
     def work():
         batch = module.params["batch"] is not None
-        plans = _plan.plan_each(_items(module, spec) if batch else [module.params], run,
+        if batch:
+            items = _items(module, spec)
+        else:
+            items = [_spread(module, spec, module.params)]
+            # The key inside `settings` is a secret too.
+            if items[0].get("api_key"):
+                module.no_log_values.add(items[0]["api_key"])
+        plans = _plan.plan_each(items, run,
                                 systemctl=module.get_bin_path("systemctl"), service_mgr=lambda: _service_mgr(module),
                                 numbered=batch)
         return dict(plans=plans) if batch else plans[0]

@@ -47,8 +47,8 @@ def collection_with_toyserve(root):
     return dest
 
 
-def differences(left, right):
-    """Files only in RIGHT, and files that differ, under the two trees (relative paths)."""
+def differences(left, right, copied=COPIED):
+    """Files only in RIGHT, and files that differ, under the two trees' COPIED paths (relative paths)."""
     added, changed = [], []
 
     def walk(cmp, rel):
@@ -56,7 +56,7 @@ def differences(left, right):
         changed.extend(os.path.join(rel, n) for n in cmp.diff_files)
         for name, sub in cmp.subdirs.items():
             walk(sub, os.path.join(rel, name))
-    for name in COPIED:
+    for name in copied:
         if (left / name).is_dir():
             walk(filecmp.dircmp(left / name, right / name, ignore=["__pycache__"]), name)
         elif not filecmp.cmp(left / name, right / name, shallow=False):

@@ -321,7 +321,7 @@ def test_role_task_files_write_with_tight_modes():
     # fleet: test_api_key_secret_loopback_and_file_modes), in a file task under systemd.
     (process_stop,) = [t["gpufleet.serving.server_process"] for t in _tasks("teardown.yml").values()
                        if "gpufleet.serving.server_process" in t]
-    assert process_stop["remove"] == "{{ [_server_plan.paths.secret_config] if server_state == 'stopped' else [] }}"
+    assert process_stop["remove"] == "{{ [_server_plan.paths.secret_config] if server_spec.state == 'stopped' else [] }}"
     assert "release" in process_stop
     systemd_stop = list(_tasks("systemd_stop.yml").values())
     (removal_at,) = [i for i, t in enumerate(systemd_stop) if "ansible.builtin.file" in t]

@@ -39,12 +39,12 @@ TASKS = """\
     - name: Render the unit
       ansible.builtin.template:
         src: {templates}/server.service.j2
-        dest: "{{{{ unit_dir }}}}/{{{{ server_instance }}}}.service"
+        dest: "{{{{ unit_dir }}}}/{{{{ server_spec.instance }}}}.service"
         mode: "0644"
     - name: Render the environment file
       ansible.builtin.template:
         src: {templates}/server.env.j2
-        dest: "{{{{ unit_dir }}}}/{{{{ server_instance }}}}.env"
+        dest: "{{{{ unit_dir }}}}/{{{{ server_spec.instance }}}}.env"
         mode: "0644"
 """
 

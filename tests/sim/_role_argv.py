@@ -1,8 +1,8 @@
 """The launch command lines the roles compose, rendered from the role files themselves.
 
 Ansible's own templar evaluates, in task order, the set_fact and include_role expressions
-of roles/eagle_drafter/tasks/main.yml, the mapping of roles/sglang_server/tasks/main.yml onto
-gpufleet.serving._server's inputs, the arguments that roles/_server/tasks/plan.yml hands to
+of roles/eagle_drafter/tasks/main.yml, the variables the server_spec lookup reads into
+gpufleet.serving._server's one input (with the lookup's own functions), the arguments that roles/_server/tasks/plan.yml hands to
 gpufleet.serving.server_plan, and the secret --config file's content from
 roles/_server/tasks/launch.yml, over the role defaults and an inventory's group_vars;
 server_plan's own compose() (plugins/module_utils/_server/plan.py) then builds the argv. No
@@ -17,6 +17,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as _settings
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -87,6 +89,8 @@ def _plan_params(variables):
             pass
     params = {k: _render(variables, v) for k, v in task["gpufleet.serving.server_plan"].items()}
     params = {k: v for k, v in params.items() if v != _OMIT}
+    # The settings in one dict (server_plan's `settings`), spread over the options as the module spreads them.
+    params = dict(params.pop("settings", {}), **params)
     params["enable_metrics"] = boolean(params["enable_metrics"])
     for name in ("speculative_args", "extra_args"):
         params[name] = [str(a) for a in params[name] or []]
@@ -117,6 +121,12 @@ def render(eagle=False, api_key="", overrides=None, inventory=EXAMPLE):
             if os.path.exists(tasks):
                 _set_facts(variables, tasks)
     _set_facts(variables, os.path.join(ROLES, "sglang_server", "tasks", "main.yml"))
+    # The role's one input, as its server_spec lookup builds it (the same functions; no plugin is
+    # loaded here), and plan.yml's server_plan options for it, as its filter builds them.
+    variables["server_spec"] = _settings.server(
+        _registry.get("sglang"), _settings.given_from("sglang", variables, lambda v: _render(variables, v)))
+    variables["_server_plan_args"] = {"settings": _settings.plan_options(variables["server_spec"]),
+                                      "service_mgr": variables["ansible_facts"]["service_mgr"]}
     composed = _plan.compose(_plan_params(variables))
     variables["_server_plan"] = composed
     secret = None

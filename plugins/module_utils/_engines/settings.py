@@ -362,13 +362,19 @@ def _fail():
     raise ValueError
 
 
+def _type_name(value: Any) -> str:
+    """The plain type's name (Ansible hands in tagged subclasses of str, int, list...)."""
+    return next((t.__name__ for t in (bool, int, float, str, list, dict) if isinstance(value, t)),
+                type(value).__name__)
+
+
 def check_value(setting: Setting, value: Any, where: str) -> Any:
     """VALUE converted to SETTING's type; InvalidInput naming WHERE (the variable) otherwise."""
     try:
         value = _convert(value, setting.type)
     except (ValueError, TypeError):
         raise InvalidInput("%s must be %s, not %s %r" % (where, _WORDS.get(setting.type, setting.type),
-                                                         type(value).__name__, value))
+                                                         _type_name(value), value))
     if setting.elements:
         out = []
         for i, item in enumerate(value):
@@ -376,7 +382,7 @@ def check_value(setting: Setting, value: Any, where: str) -> Any:
                 out.append(_convert(item, setting.elements))
             except (ValueError, TypeError):
                 raise InvalidInput("%s item %d must be %s, not %s %r" % (
-                    where, i, _WORDS.get(setting.elements, setting.elements), type(item).__name__, item))
+                    where, i, _WORDS.get(setting.elements, setting.elements), _type_name(item), item))
         value = out
     if setting.choices is not None and value not in setting.choices:
         raise InvalidInput("%s must be one of %s, not %r" % (where, ", ".join(repr(c) for c in setting.choices), value))
@@ -408,6 +414,13 @@ def resolve(engine: str, given: dict, where: str = "{prefix}{name}") -> dict:
     return values
 
 
+def given_from(engine: str, variables: dict, template: Any) -> dict:
+    """{setting: TEMPLATE(value)} of each ENGINE_server_NAME variable set in VARIABLES (the
+    server_spec lookup's reading of a host's variables)."""
+    prefix = engine + "_server_"
+    return {s.name: template(variables[prefix + s.name]) for s in settings_for(engine) if prefix + s.name in variables}
+
+
 def server(engine: Any, given: dict, where: str = "{prefix}{name}") -> dict:
     """The one dict a server runs from: resolve()'s settings, the engine's own facts (engine, title,
     vars_prefix, tested_version) and `speculative_on` (any speculative setting given)."""
@@ -417,9 +430,8 @@ def server(engine: Any, given: dict, where: str = "{prefix}{name}") -> dict:
     values.update({"engine": engine.name, "title": engine.title, "vars_prefix": engine.name + "_server_",
                    "tested_version": engine.tested_version})
     values["speculative_on"] = bool(values.get("speculative")) or any(values.get(k) for k in SPECULATIVE_EXTRAS)
-    if values["state"] != "stopped" and not values["model_path"]:
-        raise InvalidInput("%s is required to start a server (state %s)" % (
-            where.format(prefix=values["vars_prefix"], name="model_path"), values["state"]))
+    # A missing model path is the _server role's first check (a caller that enters part of the
+    # role with tasks_from may leave it unset).
     return values
 
 

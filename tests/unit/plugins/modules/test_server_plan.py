@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""server_plan's `settings`: a server's settings in one dict (the server spec table's names), run
+through the real module on localhost: the same plan as the options one by one, the table's checks
+naming the setting (and the batch item), the key inside it kept out of the result."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.ansible import run_module
+
+SECRET = "sk-settings-0123456789"
+
+
+def _dirs(tmp_path):
+    return {"log_dir": str(tmp_path / "log"), "state_dir": str(tmp_path / "state")}
+
+
+def test_settings_plan_as_the_options_do(tmp_path):
+    options = dict(_dirs(tmp_path), engine="vllm", model_path="/models/m", tp_size=4, port=8001, instance="vllm-8001",
+                   supervisor="process", max_num_seqs=64, state="started")
+    by_options = run_module("server_plan", options)
+    # The same values in one dict; the state `planned` is planned as started.
+    by_settings = run_module("server_plan", {"settings": dict(options, state="planned")})
+    assert by_options["_rc"] == 0 and by_settings["_rc"] == 0, (by_options, by_settings)
+    for key in ("argv", "launch_argv", "env", "paths", "url", "fingerprint", "decision"):
+        assert by_settings[key] == by_options[key], key
+    assert by_settings["argv"][by_settings["argv"].index("--max-num-seqs") + 1] == "64"
+
+
+def test_settings_take_the_table_defaults(tmp_path):
+    result = run_module("server_plan", {"settings": dict(_dirs(tmp_path), engine="vllm", model_path="/m",
+                                                         supervisor="process")})
+    assert result["_rc"] == 0, result
+    # vLLM's port and the instance computed from it, not the module's SGLang defaults.
+    assert result["url"] == "http://127.0.0.1:8000" and result["paths"]["log"].endswith("/vllm-8000.log")
+
+
+def test_a_bad_setting_is_named_and_a_batch_item_numbered(tmp_path):
+    result = run_module("server_plan", {"settings": {"engine": "sglang", "model_path": "/m", "tp_size": "eight"}})
+    assert result["_rc"] != 0 and "settings.tp_size must be a whole number, not str 'eight'" in result["msg"], result
+    good = dict(_dirs(tmp_path), engine="sglang", model_path="/m", supervisor="process")
+    result = run_module("server_plan", {"batch": [{"settings": good},
+                                                  {"settings": dict(good, speculative={"algorithm": "EAGLE3"})}]})
+    assert result["_rc"] != 0 and result["batch_item"] == 2, result
+    assert result["msg"].startswith("batch item 2: ") and "draft_model_path" in result["msg"], result
+
+
+def test_the_key_inside_settings_stays_out_of_the_result(tmp_path):
+    result = run_module("server_plan", {"settings": dict(_dirs(tmp_path), engine="sglang", model_path="/m",
+                                                         supervisor="process", api_key=SECRET)})
+    assert result["_rc"] == 0, result
+    assert "--config" in result["argv"]
+    assert SECRET not in json.dumps(result) and SECRET not in result["_stdout"]
