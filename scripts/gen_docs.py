@@ -210,24 +210,54 @@ def _server_options(name):
         if kind != "yaml":
             raise ValueError("server-options is a YAML block")
         registry, spec = _server_table()
-        title = registry.get(name).title
-        lines = []
-        for setting in spec.settings_for(name):
-            lines += ["%s_server_%s:" % (name, setting.name), "  description:"]
-            lines += ["    " + line for paragraph in setting.doc_for(name, title)
-                      for line in _yaml_item(paragraph).split("\n")]
-            lines.append("  type: %s" % setting.type)
-            if setting.elements:
-                lines.append("  elements: %s" % setting.elements)
-            if setting.choices is not None:
-                lines.append("  choices: %s" % json.dumps(list(setting.choices)))
-            shown = spec.shown_default(setting, name)
-            if shown is not None:
-                lines.append("  default: %s" % json.dumps(shown))
-            if setting.no_log:
-                lines.append("  no_log: true")
-        return lines
+        return _options_block(spec.settings_for(name), name + "_server_", name, registry.get(name).title)
     return render
+
+
+def _options_block(rows, prefix, engine, title):
+    """Argument spec options of ROWS (settings of the server spec table), named PREFIX + name."""
+    lines = []
+    dummy, spec = _server_table()
+    for setting in rows:
+        lines += ["%s%s:" % (prefix, setting.name), "  description:"]
+        lines += ["    " + line for paragraph in setting.doc_for(engine, title)
+                  for line in _yaml_item(paragraph).split("\n")]
+        lines.append("  type: %s" % setting.type)
+        if setting.elements:
+            lines.append("  elements: %s" % setting.elements)
+        if setting.choices is not None:
+            lines.append("  choices: %s" % json.dumps(list(setting.choices)))
+        shown = spec.shown_default(setting, engine)
+        if setting.required:
+            lines.append("  required: true")
+        elif shown is not None:
+            lines.append("  default: %s" % json.dumps(shown))
+        if setting.no_log:
+            lines.append("  no_log: true")
+    return lines
+
+
+def _yaml_variable(name, value):
+    """NAME: VALUE as YAML lines (a non-empty list one item a line, as the lint's line length wants)."""
+    if isinstance(value, list) and value:
+        return ["%s:" % name] + ["  - %s" % json.dumps(item) for item in value]
+    return ["%s: %s" % (name, json.dumps(value))]
+
+
+def _drafter_options(kind):
+    """The eagle_drafter role's drafter settings (argument spec options), from the table's DRAFTER rows."""
+    if kind != "yaml":
+        raise ValueError("drafter-options is a YAML block")
+    registry, spec = _server_table()
+    return _options_block(spec.DRAFTER, "eagle_drafter_", registry.DEFAULT, registry.get(registry.DEFAULT).title)
+
+
+def _drafter_defaults(kind):
+    if kind != "yaml":
+        raise ValueError("drafter-defaults is a YAML block")
+    registry, spec = _server_table()
+    return [line for s in spec.DRAFTER
+            for line in _yaml_variable("eagle_drafter_" + s.name, spec.role_default(s, registry.DEFAULT))]
 
 
 def _server_defaults(name):
@@ -236,8 +266,8 @@ def _server_defaults(name):
         if kind != "yaml":
             raise ValueError("server-defaults is a YAML block")
         dummy, spec = _server_table()
-        return ["%s_server_%s: %s" % (name, s.name, json.dumps(spec.role_default(s, name)))
-                for s in spec.settings_for(name)]
+        return [line for s in spec.settings_for(name)
+                for line in _yaml_variable("%s_server_%s" % (name, s.name), spec.role_default(s, name))]
     return render
 
 
@@ -301,6 +331,8 @@ BLOCKS = {
 BLOCKS.update({"role-variables-%s" % r: _role_variables(r) for r in ROLES})
 BLOCKS.update({"server-options-%s" % e: _server_options(e) for e in ("sglang", "vllm")})
 BLOCKS.update({"server-defaults-%s" % e: _server_defaults(e) for e in ("sglang", "vllm")})
+BLOCKS["drafter-options"] = _drafter_options
+BLOCKS["drafter-defaults"] = _drafter_defaults
 BLOCKS["experiment-format"] = _experiment_format
 BLOCKS["benchmark-keys"] = _benchmark_keys
 
@@ -319,6 +351,7 @@ FILES = [
     "roles/vllm_server/defaults/main.yml",
     "roles/vllm_server/vars/main.yml",
     "roles/eagle_drafter/meta/argument_specs.yml",
+    "roles/eagle_drafter/defaults/main.yml",
     "roles/_fleet/meta/argument_specs.yml",
     "playbooks/compare_engines.yml",
     "docs/gpu_release.md",

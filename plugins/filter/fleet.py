@@ -5,7 +5,8 @@
 """Filters of the fleet playbooks: per-host decisions and the lines they print.
 
 Each filter is documented in its own sidecar file (plugins/filter/NAME.yml), as
-ansible-core documents its own filters; the code is in plugin_utils/_report/outcome.py and variant_lines.py.
+ansible-core documents its own filters; the code is in plugin_utils/_report/outcome.py and variant_lines.py, plugin_utils/_experiment/host_plan.py
+and module_utils/_engines/settings.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome, variant_lines
 
 
@@ -58,12 +59,20 @@ def swap_experiment(engine=None, baseline=True, benchmark=None):
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def experiment_planned(requests, composed, names):
-    """variant_lines.planned, its ValueError (lists that do not match) as the filter's error."""
+def experiment_planned(servers, composed, names):
+    """host_plan.planned, its ValueError (lists that do not match) as the filter's error."""
     try:
-        return variant_lines.planned(requests, composed, names)
+        return host_plan.planned(servers, composed, names)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
+
+
+def server_plan_request(server, service_mgr=""):
+    """host_plan.plan_request: server_plan's batch item for one server's settings."""
+    try:
+        return host_plan.plan_request(server, service_mgr)
+    except (InvalidInput, KeyError) as exc:
+        raise AnsibleFilterError("server_plan_request: not a server_spec dict (missing %s)" % exc) from exc
 
 
 class FilterModule:
@@ -95,4 +104,7 @@ class FilterModule:
             "compare_experiment": compare_experiment,
             "swap_experiment": swap_experiment,
             "server_plan_options": server_plan_options,
+            "server_plan_request": server_plan_request,
+            "experiment_drafter_checks": host_plan.drafter_checks,
+            "experiment_refusal": host_plan.refusal,
         }

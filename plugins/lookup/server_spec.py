@@ -23,12 +23,29 @@ author:
   - gpufleet.serving maintainers (@gpufleet)
 options:
   _terms:
-    description: The engine (V(sglang), V(vllm), or another engine of the registry).
+    description:
+      - The engine (V(sglang), V(vllm), or another engine of the registry), one dict per server.
+      - Or one request per server, a dict with C(engine) and optionally C(overrides), C(drafter) and C(env), as the
+        options below (an experiment variant's C(server_request)); the options then apply over each request's.
+        A list of requests gives one dict per request, in order (use C(query)).
     type: list
-    elements: str
+    elements: raw
     required: true
   overrides:
-    description: Settings (names without the C(ENGINE_server_) prefix) that win over the variables; null leaves one as it is.
+    description:
+      - Settings (names without the C(ENGINE_server_) prefix) that win over the variables and O(drafter); null leaves
+        one as it is. An empty C(speculative) is none (a base server).
+    type: dict
+    default: {}
+  drafter:
+    description:
+      - Run the server with the host's EAGLE-3 drafter - its C(eagle_drafter_*) variables (the
+        P(gpufleet.serving.eagle_drafter#role) role's, each left unset taking that role's default) become the
+        server's C(speculative) settings and the memory and extra settings they override, where the engine has them.
+    type: bool
+    default: false
+  env:
+    description: Environment variables merged over the server's C(env) (the variables', or O(overrides)'s).
     type: dict
     default: {}
 seealso:
@@ -60,16 +77,29 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import In
 
 class LookupModule(LookupBase):
 
+    def _server(self, variables, term):
+        request = term if isinstance(term, dict) else {"engine": term}
+        engine = registry.get(request.get("engine"))
+        given = spec.given_from(engine.name, variables, self._templar.template)
+        if request.get("drafter") or self.get_option("drafter"):
+            drafter = {s.name: self._templar.template(variables["eagle_drafter_" + s.name])
+                       for s in spec.DRAFTER if "eagle_drafter_" + s.name in variables}
+            given.update(spec.drafter_overrides(engine.name, drafter))
+        for overrides in (request.get("overrides") or {}, self.get_option("overrides") or {}):
+            given.update({key: value for key, value in overrides.items() if value is not None})
+        env = dict(request.get("env") or {}, **(self.get_option("env") or {}))
+        if env:
+            given["env"] = dict(given.get("env") or {}, **env)
+        return spec.server(engine, given)
+
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
-        if len(terms) != 1:
-            raise AnsibleLookupError("server_spec: give one engine, one of %s" % ", ".join(registry.names()))
-        variables = variables or {}
+        # A list of requests given as one term: one server each.
+        if len(terms) == 1 and isinstance(terms[0], list):
+            terms = terms[0]
+        if not terms:
+            raise AnsibleLookupError("server_spec: give an engine, one of %s, or server requests" % ", ".join(registry.names()))
         try:
-            engine = registry.get(terms[0])
-            given = spec.given_from(engine.name, variables, self._templar.template)
-            overrides = self.get_option("overrides") or {}
-            given.update({key: value for key, value in overrides.items() if value is not None})
-            return [spec.server(engine, given)]
+            return [self._server(variables or {}, term) for term in terms]
         except InvalidInput as exc:
             raise AnsibleLookupError("server_spec: %s" % exc.msg)

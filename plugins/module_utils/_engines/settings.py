@@ -56,6 +56,9 @@ class Setting:
     no_log: bool = False
     # Read by gpufleet.serving.server_plan (the rest drive the role's other steps).
     plan: bool = True
+    required: bool = False
+    # A drafter setting (DRAFTER): the server setting it sets, where the engine has it (None: none).
+    server_setting: str | None = None
 
     def applies_to(self, engine: str) -> bool:
         return self.engines is None or engine in self.engines
@@ -442,3 +445,53 @@ def plan_options(server_spec: dict) -> dict:
     options["engine"] = engine
     options["state"] = "started" if server_spec["state"] == "planned" else server_spec["state"]
     return options
+
+
+# The eagle_drafter role's settings (eagle_drafter_NAME; its engine, eagle_drafter_engine, is the
+# engine the server runs on). The five speculative ones become the server's `speculative`; each
+# other sets the server setting it names, where the engine has it (null keeps the server's).
+DRAFTER = (
+    Setting("model_path", "str", required=True, default="", doc=(
+        "Drafter directory on the host, with C(config.json) and the weights (C(--speculative-draft-model-path)).")),
+    Setting("algorithm", "str", default="EAGLE3", doc=(
+        "C(--speculative-algorithm); for vLLM, lowercased, the speculative config's C(method).",
+        "M(gpufleet.serving.server_plan) refuses a name the engine does not know, before anything is stopped, naming "
+        "the ones it knows (the engine registry's list; SGLang compares it upper-cased).")),
+    Setting("num_steps", "int", default=3, doc=(
+        "C(--speculative-num-steps); null together with the other two leaves SGLang's defaults (none of the three is "
+        "passed). For vLLM, C(num_speculative_tokens) (vLLM's EAGLE drafts a chain, SGLang's top-k 1); null leaves it "
+        "out (vLLM then takes the drafter's C(n_predict)).")),
+    Setting("eagle_topk", "int", default=1, doc="C(--speculative-eagle-topk) (SGLang only)."),
+    Setting("num_draft_tokens", "int", default=4,
+            doc="C(--speculative-num-draft-tokens); with top-k 1 it must be steps + 1 (SGLang only)."),
+    Setting("mem_fraction_static", "float", server_setting="mem_fraction_static", doc=(
+        "Overrides C(sglang_server_mem_fraction_static) with the drafter loaded (lower it on OOM); null keeps the "
+        "server's (SGLang only).")),
+    Setting("cuda_graph_max_bs", "int", server_setting="cuda_graph_max_bs", doc=(
+        "Overrides C(sglang_server_cuda_graph_max_bs) with the drafter loaded; null keeps the server's (SGLang only).")),
+    Setting("extra_args", "list", elements="str", default=[], server_setting="speculative_args",
+            doc="More speculative arguments, one list element each (SGLang only)."),
+    Setting("vllm_config", "dict", default={}, server_setting="speculative_config", doc=(
+        "vLLM only: more keys of C(--speculative-config), merged over the composed ones (e.g. "
+        "C(draft_tensor_parallel_size=1)).")),
+)
+DRAFTER_SPECULATIVE = {"model_path": "draft_model_path", "algorithm": "algorithm", "num_steps": "num_steps",
+                       "eagle_topk": "eagle_topk", "num_draft_tokens": "num_draft_tokens"}
+
+
+def drafter_overrides(engine: str, given: dict) -> dict:
+    """The server settings a drafter sets on ENGINE's server, from GIVEN (the eagle_drafter_* settings
+    without the prefix; left out: the table's default), checked; InvalidInput naming the variable."""
+    values = {}
+    for setting in DRAFTER:
+        value = given.get(setting.name)
+        value = default(setting, engine) if value is None else check_value(setting, value, "eagle_drafter_" + setting.name)
+        values[setting.name] = value
+    if not values["model_path"]:
+        raise InvalidInput("eagle_drafter_model_path is required: the drafter's directory on the host")
+    out = {"speculative": {key: values[name] for name, key in DRAFTER_SPECULATIVE.items()}}
+    for setting in DRAFTER:
+        target = find(setting.server_setting) if setting.server_setting else None
+        if target is not None and target.applies_to(engine) and values[setting.name] is not None:
+            out[target.name] = values[setting.name]
+    return out

@@ -11,7 +11,7 @@ skipped variant is retried, so a crash or a lost host costs one variant, not the
 
 from __future__ import annotations
 
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import role_vars, store
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import server_requests, store
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.load import load
 
 
@@ -32,12 +32,12 @@ def _host_lines(host, names, done, stale, retry):
 
 
 def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False, resume=True):
-    """load()'s dict plus each variant's role_vars and the experiment's defaults (role_vars.py), todo,
+    """load()'s dict plus each variant's server_request (server_requests.py), todo,
     recorded, rerun, record_files, lines, results_dir and changed.
 
     Without RESUME nothing recorded is read or moved: every variant runs and its record replaces the
     earlier one (a preset that compares every time)."""
-    experiment = role_vars.add_role_vars(load(path, hosts, confirm=confirm))
+    experiment = server_requests.add_server_requests(load(path, hosts, confirm=confirm))
     lines, moved = [], None
     if not resume:
         fresh = False

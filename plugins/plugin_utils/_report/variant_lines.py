@@ -33,20 +33,6 @@ def teardown_record(release: Any, halt: str = "", stop_error: str = "", kept: bo
     }
 
 
-def planned(requests: Any, composed: Any, names: Any) -> list:
-    """Each planned variant of a host: REQUESTS (the deferred server_plan requests, each with its
-    engine and GPUs), COMPOSED (server_plan's `plans` for them, in the same order) and NAMES (the
-    host's variants, in that order) zipped into the plan entries the experiment keeps (variant,
-    engine, gpus, argv, running, composed); ValueError when the three differ in length."""
-    requests, composed, names = list(requests or []), list(composed or []), list(names or [])
-    if not len(requests) == len(composed) <= len(names):
-        raise ValueError("%d planned requests, %d composed plans and %d variants do not match"
-                         % (len(requests), len(composed), len(names)))
-    return [{"variant": name, "engine": request.get("engine"), "gpus": request.get("gpus"),
-             "argv": plan.get("argv"), "running": plan.get("running"), "composed": plan}
-            for name, request, plan in zip(names, requests, composed)]
-
-
 def _gpus(plan: Mapping[str, Any]) -> str:
     gpus = plan.get("gpus")
     visible = (plan.get("env") or {}).get("CUDA_VISIBLE_DEVICES")

@@ -389,14 +389,14 @@ def test_swap_rollback_needed_and_done():
     assert failed["rolled_back"] is False and "restoring the base server failed (Launch: port busy)" in failed["line"]
 
 
-def test_experiment_planned_zips_requests_plans_and_names_in_order():
-    requests = [{"engine": "sglang", "gpus": "all", "request": {"instance": "a"}},
-                {"engine": "vllm", "gpus": [0, 1], "request": {"instance": "b"}}]
+def test_experiment_planned_zips_servers_plans_and_names_in_order():
+    requests = [{"engine": "sglang", "gpus": [], "instance": "a"},
+                {"engine": "vllm", "gpus": [0, 1], "instance": "b"}]
     plans = [{"argv": ["sglang", "serve"], "running": True, "decision": "keep"},
              {"argv": ["vllm", "serve"], "running": False, "decision": "relaunch"}]
     planned = FilterModule().filters()["experiment_planned"](requests, plans, ["tp8", "ep8"])
     assert [(p["variant"], p["engine"], p["gpus"], p["argv"], p["running"]) for p in planned] == [
         ("tp8", "sglang", "all", ["sglang", "serve"], True), ("ep8", "vllm", [0, 1], ["vllm", "serve"], False)]
     assert planned[1]["composed"] is plans[1]
-    with pytest.raises(AnsibleFilterError, match="2 planned requests, 1 composed plans and 2 variants"):
+    with pytest.raises(AnsibleFilterError, match="2 servers, 1 composed plans and 2 variants"):
         FilterModule().filters()["experiment_planned"](requests, plans[:1], ["tp8", "ep8"])

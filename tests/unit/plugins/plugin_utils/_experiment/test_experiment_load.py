@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as gt
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import load as ld
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset, role_vars, schema
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset, schema, server_requests
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.source import Source
 from tests.support.paths import REPO
 
@@ -251,9 +251,10 @@ def test_a_preset_is_checked_as_a_file_is_and_named_by_its_origin():
     assert by_name[SG + "+eagle3"]["launch_role"] == "eagle_drafter" and by_name[SG]["launch_role"] == SG + "_server"
     assert all(v["benchmark"] == {"levels": [1, 8]} for v in exp["variants"])
     # The drafter is set by eagle_drafter when it launches: the variant itself sets no drafter.
-    planned = role_vars.add_role_vars(exp)
-    assert {v["name"]: v["role_vars"]["%s_server_speculative" % SG] for v in planned["variants"]
-            if v["engine"] == SG} == {SG: None, SG + "+eagle3": None}
+    planned = server_requests.add_server_requests(exp)
+    requests = {v["name"]: v["server_request"] for v in planned["variants"] if v["engine"] == SG}
+    assert requests[SG]["overrides"]["speculative"] == {} and not requests[SG]["drafter"]
+    assert requests[SG + "+eagle3"]["drafter"] and "speculative" not in requests[SG + "+eagle3"]["overrides"]
     with pytest.raises(InvalidInput) as err:
         ld.load(Source.given(preset.compare_experiment([VL], reference=None), origin), ["h1"])
     assert str(err.value).startswith(origin + ": reference: %r is not a variant" % SG)
