@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""gpu_health's verdicts: each check on hand-made NVML readings (DCGM's thresholds at their edges)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import health
+
+NOT_SUPPORTED = {"err": "Not Supported", "code": 3}
+
+
+def healthy(**changes):
+    """The readings of a healthy H200 (health_probe.read's shape), with `changes` applied."""
+    readings = {
+        "persistence_mode": {"ok": 1}, "ecc_mode": {"ok": [1, 1]}, "ecc_dbe_volatile": {"ok": 0},
+        "retired_pages_pending": NOT_SUPPORTED, "retired_pages_sbe": NOT_SUPPORTED,
+        "retired_pages_dbe": NOT_SUPPORTED, "remapped_rows": {"ok": [0, 0, 0, 0]},
+        "recovery_action": {"ok": 0}, "inforom": {"ok": True},
+        "fabric": {"ok": {"state": 3, "status": 0, "health_mask": 0}},
+        "pcie_width": {"ok": 16}, "pcie_width_max": {"ok": 16}, "pcie_gen": {"ok": 1}, "pcie_gen_max": {"ok": 5},
+        "clocks_event_reasons": {"ok": 0x1}, "temperature": {"ok": 31}, "temperature_slowdown": {"ok": 87},
+    }
+    readings.update(changes)
+    return {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-0", "pci_bus_id": "00000000:18:00.0",
+            "readings": readings}
+
+
+def judged(xids=(), **changes):
+    return health.judge_gpu(healthy(**changes), list(xids))
+
+
+def test_a_healthy_gpu_passes_with_unsupported_checks_named():
+    gpu = judged()
+    assert gpu["verdict"] == "pass" and gpu["reasons"] == []
+    assert gpu["checks"]["retired_pages"]["verdict"] == "not_supported"
+    assert gpu["checks"]["retired_pages_pending"]["verdict"] == "not_supported"
+    # the generation of an idle GPU is shown, never judged
+    assert gpu["checks"]["pcie_link"] == {"verdict": "pass", "reason": "x16 of x16, gen 1 of 5",
+                                          "value": {"width": 16, "width_max": 16, "generation": 1,
+                                                    "generation_max": 5}}
+    assert gpu["checks"]["xid"]["reason"] == "none since boot"
+
+
+@pytest.mark.parametrize("name, changes, verdict, words", [
+    ("persistence_mode", {"persistence_mode": {"ok": 0}}, "warn", "persistence mode is disabled"),
+    ("ecc_mode", {"ecc_mode": {"ok": [0, 0]}}, "warn", "ECC is disabled"),
+    ("ecc_mode", {"ecc_mode": {"ok": [1, 0]}}, "warn", "disabled after the next reset"),
+    ("ecc_dbe_volatile", {"ecc_dbe_volatile": {"ok": 1}}, "fail", "1 uncorrectable (double-bit) ECC error"),
+    ("retired_pages_pending", {"retired_pages_pending": {"ok": 1}, "ecc_dbe_volatile": {"ok": 2}}, "fail",
+     "pending (takes effect at the next reset), after 2 double-bit ECC errors"),
+    ("retired_pages", {"retired_pages_sbe": {"ok": 40}, "retired_pages_dbe": {"ok": 23}}, "fail",
+     "63 retired pages, DCGM's limit is 63"),
+    ("retired_pages", {"retired_pages_sbe": {"ok": 40}, "retired_pages_dbe": {"ok": 22}}, "pass",
+     "62 retired pages (limit 63)"),
+    ("row_remap_failure", {"remapped_rows": {"ok": [0, 0, 0, 1]}}, "fail", "a row remap failed"),
+    ("row_remap_uncorrectable", {"remapped_rows": {"ok": [0, 512, 0, 0]}}, "fail",
+     "512 rows remapped for uncorrectable errors, DCGM's limit is 512"),
+    ("row_remap_uncorrectable", {"remapped_rows": {"ok": [0, 511, 0, 0]}}, "pass", "511 rows remapped"),
+    ("row_remap_pending", {"remapped_rows": {"ok": [0, 3, 1, 0]}}, "fail",
+     "a row remap is pending (uncorrectable errors): reset the GPU"),
+    ("recovery_action", {"recovery_action": {"ok": 1}}, "fail", "the driver asks for recovery: gpu_reset"),
+    ("recovery_action", {"recovery_action": {"ok": 3}}, "fail", "drain_p2p"),
+    ("recovery_action", {"recovery_action": {"ok": 9}}, "fail", "unknown (9)"),
+    ("inforom", {"inforom": {"err": "Corrupted infoROM", "code": 14}}, "fail", "the InfoROM is corrupted"),
+    ("inforom", {"inforom": NOT_SUPPORTED}, "not_supported", "NVML: Not Supported"),
+    ("fabric", {"fabric": {"ok": {"state": 1, "status": 0, "health_mask": 0}}}, "fail",
+     "fabric training not started: is nvidia-fabricmanager running?"),
+    ("fabric", {"fabric": {"ok": {"state": 2, "status": 0, "health_mask": 0}}}, "fail", "in progress"),
+    ("fabric", {"fabric": {"ok": {"state": 3, "status": 999, "health_mask": 0}}}, "fail", "NVML error 999"),
+    ("fabric", {"fabric": {"ok": {"state": 0, "status": 0, "health_mask": 0}}}, "not_supported", "no NVSwitch"),
+    ("fabric", {"fabric": NOT_SUPPORTED}, "not_supported", "Not Supported"),
+    ("pcie_link", {"pcie_width": {"ok": 8}}, "warn", "below its maximum width: x8 of x16"),
+    ("clocks_event_reasons", {"clocks_event_reasons": {"ok": 0x40 | 0x4}}, "warn",
+     "clocks held down now by hw_thermal_slowdown"),
+    ("clocks_event_reasons", {"clocks_event_reasons": {"ok": 0x4}}, "pass", "sw_power_cap"),
+    ("temperature", {"temperature": {"ok": 87}}, "warn", "87 C, at or above its slowdown threshold of 87 C"),
+    ("temperature", {"temperature_slowdown": NOT_SUPPORTED}, "not_supported", "Not Supported"),
+    # a call that fails for another reason fails the check, as DCGM's diag does (DCGM_FR_FIELD_QUERY)
+    ("persistence_mode", {"persistence_mode": {"err": "Unknown Error", "code": 999}}, "fail",
+     "NVML could not read it: Unknown Error"),
+])
+def test_each_fault_gets_dcgms_verdict(name, changes, verdict, words):
+    gpu = judged(**changes)
+    result = gpu["checks"][name]
+    assert result["verdict"] == verdict, result
+    assert words in result["reason"]
+    assert gpu["verdict"] == (verdict if verdict in ("warn", "fail") else "pass")
+    if verdict in ("warn", "fail"):
+        assert "%s: %s" % (name, result["reason"]) in gpu["reasons"]
+
+
+def test_driver_without_the_renamed_call_is_not_supported_not_failed():
+    gpu = judged(clocks_event_reasons={"err": "Function Not Found", "code": 13})
+    assert gpu["checks"]["clocks_event_reasons"]["verdict"] == "not_supported"
+    assert gpu["verdict"] == "pass"
+
+
+def test_xids_of_the_gpu_take_the_worst_class():
+    events = [{"xid": 13, "pci": "0000:18:00", "pci_key": (0, 0x18, 0), "verdict": "pass", "reason": "x", "line": "a"},
+              {"xid": 94, "pci": "0000:18:00", "pci_key": (0, 0x18, 0), "verdict": "warn", "reason": "contained",
+               "line": "b"}]
+    gpu = judged(events)
+    assert gpu["checks"]["xid"]["verdict"] == "warn"
+    assert gpu["checks"]["xid"]["reason"] == "Xid 94: contained"
+    assert all("pci_key" not in e for e in gpu["checks"]["xid"]["value"])
+    assert health.judge_gpu(healthy(), None)["checks"]["xid"]["verdict"] == "unknown"
+
+
+def test_every_check_of_the_table_is_judged_somewhere():
+    gpu_checks = {c["check"] for c in health.CHECKS if c["scope"] == "gpu"}
+    assert gpu_checks == set(health.GPU_CHECKS) | {"xid"}
+    assert set(judged()["checks"]) == gpu_checks
+    host = {c["check"] for c in health.CHECKS if c["scope"] == "host"}
+    log = {"events": [], "source": "x", "unreadable": []}
+    assert set(health._host_checks(8, 8, log, [], None)) == host
+    for row in health.CHECKS:
+        assert set(row) == {"check", "scope", "nvml", "threshold", "verdict", "source"}, row
+
+
+def test_worst_ignores_not_supported_and_unknown():
+    assert health.worst(["not_supported", "unknown", "pass"]) == "pass"
+    assert health.worst(["pass", "warn", "not_supported"]) == "warn"
+    assert health.worst(["warn", "fail"]) == "fail"
+    assert health.worst([]) == "pass"
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"nvml_timeout": 0}, "nvml_timeout: give the seconds"),
+    ({"nvml_timeout": float("nan")}, "not a finite number"),
+    ({"expected_gpus": -1}, "expected_gpus: -1 is negative"),
+    ({"gpus": "zero"}, "gpus: 'zero' is not a GPU index"),
+])
+def test_bad_options_are_refused_before_nvml_starts(kwargs, words):
+    with pytest.raises(InvalidInput) as err:
+        health.gather(**kwargs)
+    assert words in err.value.msg
