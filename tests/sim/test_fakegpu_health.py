@@ -5,13 +5,13 @@ Each call is made through pynvml's own wrapper, so the C signatures and structur
 against nvidia-ml-py's ctypes declarations, not against ours.
 """
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 from simlib import fakegpu
 
-from tests.sim.conftest import nvml_env
 from tests.support.paths import SIMCTL
 
 PY = sys.executable
@@ -62,7 +62,8 @@ print(json.dumps(out))
 
 
 def read(root, *gpus):
-    cp = subprocess.run([PY, "-c", READ] + [str(g) for g in gpus], env=nvml_env(root),
+    env = dict(os.environ, **fakegpu.env(root))
+    cp = subprocess.run([PY, "-c", READ] + [str(g) for g in gpus], env=env,
                         capture_output=True, text=True, timeout=60, check=False)
     assert cp.returncode == 0, cp.stderr
     return {int(k): v for k, v in json.loads(cp.stdout).items()}
