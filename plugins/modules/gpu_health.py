@@ -131,7 +131,12 @@ gpus:
     name: {description: Product name (null when NVML could not read the GPU)., type: str, returned: always}
     uuid: {description: GPU UUID (null when NVML could not read the GPU)., type: str, returned: always}
     pci_bus_id: {description: "PCI bus id as NVML gives it (V(00000000:18:00.0)).", type: str, returned: always}
-    verdict: {description: "The GPU's verdict: the worst of its checks.", type: str, returned: always}
+    verdict:
+      description: >-
+        The GPU's verdict, the worst of its checks - V(fail), V(warn), V(pass), or V(unknown) when NVML never
+        reached it (it stopped answering at an earlier GPU).
+      type: str
+      returned: always
     reasons:
       description: One line for each of its checks that warns or fails.
       type: list

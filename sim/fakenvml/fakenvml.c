@@ -12,7 +12,7 @@
  *   ROOT/nvml/alloc/r-G-P-T-MS  an allocation whose holder is gone, first seen
  *                           so at CLOCK_MONOTONIC MS; still counted until
  *                           release_delay_ms has passed, then removed
- *   ROOT/nvml/faults/       hang, lost<N>, no_v2 (see simlib/fakegpu.py)
+ *   ROOT/nvml/faults/       hang, hang<N>, lost<N>, no_v2 (see simlib/fakegpu.py)
  *   ROOT/nvml/health/gpu<N> the health a GPU reports (ECC, retired pages, row remaps,
  *                           recovery action, InfoROM, fabric, PCIe, clocks events,
  *                           temperature): the model is at "health" below
@@ -119,6 +119,17 @@ static void hang_while_faulted(void)
         nanosleep(&step, NULL);
 }
 
+/* Fault `hang<N>`: calls on GPU N block (interruptibly) while it exists, as one sick GPU
+ * of a host does; the others still answer. */
+static void gpu_hang_while_faulted(unsigned int index)
+{
+    struct timespec step = {0, 20 * 1000 * 1000};
+    char name[32];
+    snprintf(name, sizeof name, "hang%u", index);
+    while (fault_exists(name))
+        nanosleep(&step, NULL);
+}
+
 static int gpu_is_lost(unsigned int index)
 {
     char name[32];
@@ -139,6 +150,7 @@ static int gpu_is_lost(unsigned int index)
         ENTER();                                                         \
         if ((dev) < g_devs || (dev) >= g_devs + g_count)                 \
             return NVML_ERROR_INVALID_ARGUMENT;                          \
+        gpu_hang_while_faulted((dev)->index);                            \
         if (gpu_is_lost((dev)->index))                                   \
             return NVML_ERROR_GPU_IS_LOST;                               \
     } while (0)

@@ -29,6 +29,7 @@ Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads 
                                single read long after the exit still sees it held.
   ROOT/nvml/faults/            fault switches (set_fault / `simctl gpu fault`):
       hang      while it exists, every NVML call sleeps (interruptibly) until it is gone
+      hang<N>   the same for the calls on GPU N only (`simctl gpu fault ROOT hang N`)
       lost<N>   calls on GPU N (handle lookups included) return NVML_ERROR_GPU_IS_LOST
       no_v2     nvmlDeviceGetMemoryInfo_v2 returns NVML_ERROR_FUNCTION_NOT_FOUND
   ROOT/nvml/health/gpu<N>      what GPU N reports to gpu_health's NVML calls, key=value,
@@ -241,6 +242,8 @@ def fault_path(root, kind, gpu=None):
         if gpu is None:
             raise ValueError("fault 'lost' needs a GPU index")
         kind = "lost%d" % int(gpu)
+    elif kind == "hang" and gpu is not None:
+        kind = "hang%d" % int(gpu)
     return os.path.join(os.path.abspath(root), "nvml", "faults", kind)
 
 

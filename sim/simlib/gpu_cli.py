@@ -7,7 +7,7 @@
                                      GPUFLEET_NVIDIA_DEVICES
   hold ROOT --gpu 0[,1..] --mib M [--title T] [--ignore-term|--catch-term] [--exit-delay S] [--detach]
   status ROOT                        JSON per GPU
-  fault ROOT hang|lost N|no_v2 [--clear]
+  fault ROOT hang [N]|lost N|no_v2 [--clear]
   health ROOT GPU [FAULT|KEY=VALUE ...] [--clear]
                                      what GPU reports to gpu_health (fakegpu.HEALTH_FAULTS,
                                      HEALTH_KEYS); no argument: print it
@@ -78,7 +78,7 @@ def _parser():
     s = sub.add_parser("fault")
     s.add_argument("root")
     s.add_argument("kind", choices=fakegpu.FAULTS)
-    s.add_argument("gpu", nargs="?", type=int, help="GPU index, for 'lost'")
+    s.add_argument("gpu", nargs="?", type=int, help="GPU index, for 'lost' (and 'hang' of one GPU)")
     s.add_argument("--clear", action="store_true")
 
     s = sub.add_parser("health")

@@ -28,7 +28,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.selection import check_against, parse_gpus
 
 PASS, WARN, FAIL, NOT_SUPPORTED, UNKNOWN = "pass", "warn", "fail", "not_supported", "unknown"
-_RANK = {NOT_SUPPORTED: 0, UNKNOWN: 0, PASS: 0, WARN: 1, FAIL: 2}
+_RANK = {PASS: 0, WARN: 1, FAIL: 2}
 
 # DCGM_LIMIT_MAX_RETIRED_PAGES and DCGM_LIMIT_MAX_ROW_REMAP_UNCORRECTABLE (common/DcgmGPUHardwareLimits.h).
 MAX_RETIRED_PAGES = 63
@@ -123,11 +123,12 @@ def check(verdict: str, reason: str, value: Any = None) -> dict:
 
 
 def worst(verdicts: Any) -> str:
+    """fail, else warn, else pass; unknown only when nothing was judged (a GPU NVML never reached)."""
     verdicts = list(verdicts)
-    if not verdicts:
-        return PASS
-    top = max(verdicts, key=lambda v: _RANK[v])
-    return top if _RANK[top] else PASS
+    judged = [v for v in verdicts if v in (PASS, WARN, FAIL)]
+    if judged:
+        return max(judged, key=lambda v: _RANK[v])
+    return UNKNOWN if UNKNOWN in verdicts else PASS
 
 
 def _unusable(reading: dict) -> dict | None:

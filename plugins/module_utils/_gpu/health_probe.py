@@ -15,6 +15,7 @@ from typing import Any
 
 # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: there is no nvmlDeviceGet... function for it, only the field.
 FIELD_RECOVERY_ACTION = 230
+FUNCTION_NOT_FOUND = 13  # NVML_ERROR_FUNCTION_NOT_FOUND
 # c_nvmlValue_t's members by nvmlValueType_t (nvml.h: DOUBLE, UNSIGNED_INT, UNSIGNED_LONG, ...).
 _VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
 
@@ -24,18 +25,24 @@ def _text(value: Any) -> str:
 
 
 def _ask(pynvml: Any, call: Any, *args: Any) -> dict:
+    """`call` (a function, or the name of a pynvml one) applied to `args`, as a reading."""
     try:
-        return {"ok": call(*args)}
+        return {"ok": (getattr(pynvml, call) if isinstance(call, str) else call)(*args)}
     except pynvml.NVMLError as exc:
         return {"err": str(exc), "code": getattr(exc, "value", None)}
+    except AttributeError as exc:  # an nvidia-ml-py without the wrapper: as a driver without the call
+        return {"err": "nvidia-ml-py has no %s" % exc, "code": FUNCTION_NOT_FOUND}
 
 
-def _clocks_event_reasons(pynvml: Any, handle: Any) -> Any:
-    # Drivers before the 535 rename have only the ...ThrottleReasons entry point (same bits).
-    try:
-        return pynvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
-    except pynvml.NVMLError_FunctionNotFound:
-        return pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
+def _first(pynvml: Any, *calls: Any) -> Any:
+    """The first of `calls` (name, args...) the driver and nvidia-ml-py have; the last one's error otherwise."""
+    for name, *args in calls[:-1]:
+        try:
+            return getattr(pynvml, name)(*args)
+        except (pynvml.NVMLError_FunctionNotFound, AttributeError):
+            continue
+    name, *args = calls[-1]
+    return getattr(pynvml, name)(*args)
 
 
 def _recovery_action(pynvml: Any, handle: Any) -> int:
@@ -63,14 +70,14 @@ def read(pynvml: Any, index: int) -> dict:
     ask = lambda call, *args: _ask(pynvml, call, *args)  # noqa: E731 - the one shape of every reading
     rec = {"index": index, "name": _text(pynvml.nvmlDeviceGetName(handle)),
            "uuid": _text(pynvml.nvmlDeviceGetUUID(handle))}
-    pci = ask(pynvml.nvmlDeviceGetPciInfo, handle)
+    pci = ask("nvmlDeviceGetPciInfo", handle)
     rec["pci_bus_id"] = _text(pci["ok"].busId) if "ok" in pci else None
     rec["readings"] = {
-        "persistence_mode": ask(pynvml.nvmlDeviceGetPersistenceMode, handle),
-        "ecc_mode": ask(pynvml.nvmlDeviceGetEccMode, handle),
-        "ecc_dbe_volatile": ask(pynvml.nvmlDeviceGetTotalEccErrors, handle,
+        "persistence_mode": ask("nvmlDeviceGetPersistenceMode", handle),
+        "ecc_mode": ask("nvmlDeviceGetEccMode", handle),
+        "ecc_dbe_volatile": ask("nvmlDeviceGetTotalEccErrors", handle,
                                 pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC),
-        "retired_pages_pending": ask(pynvml.nvmlDeviceGetRetiredPagesPendingStatus, handle),
+        "retired_pages_pending": ask("nvmlDeviceGetRetiredPagesPendingStatus", handle),
         "retired_pages_sbe": ask(lambda h: len(pynvml.nvmlDeviceGetRetiredPages_v2(
             h, pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)), handle),
         "retired_pages_dbe": ask(lambda h: len(pynvml.nvmlDeviceGetRetiredPages_v2(
@@ -80,13 +87,17 @@ def read(pynvml: Any, index: int) -> dict:
         "recovery_action": ask(_recovery_action, pynvml, handle),
         "inforom": ask(_validate_inforom, pynvml, handle),
         "fabric": ask(_fabric, pynvml, handle),
-        "pcie_width": ask(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
-        "pcie_width_max": ask(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
-        "pcie_gen": ask(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
-        "pcie_gen_max": ask(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
-        "clocks_event_reasons": ask(_clocks_event_reasons, pynvml, handle),
-        "temperature": ask(pynvml.nvmlDeviceGetTemperature, handle, pynvml.NVML_TEMPERATURE_GPU),
-        "temperature_slowdown": ask(pynvml.nvmlDeviceGetTemperatureThreshold, handle,
+        "pcie_width": ask("nvmlDeviceGetCurrPcieLinkWidth", handle),
+        "pcie_width_max": ask("nvmlDeviceGetMaxPcieLinkWidth", handle),
+        "pcie_gen": ask("nvmlDeviceGetCurrPcieLinkGeneration", handle),
+        "pcie_gen_max": ask("nvmlDeviceGetMaxPcieLinkGeneration", handle),
+        # Drivers before the 535 rename have only ...ThrottleReasons (the same bits).
+        "clocks_event_reasons": ask(_first, pynvml, ("nvmlDeviceGetCurrentClocksEventReasons", handle),
+                                    ("nvmlDeviceGetCurrentClocksThrottleReasons", handle)),
+        # nvmlDeviceGetTemperature is deprecated for ...V (nvidia-ml-py 13); either answers.
+        "temperature": ask(_first, pynvml, ("nvmlDeviceGetTemperature", handle, pynvml.NVML_TEMPERATURE_GPU),
+                           ("nvmlDeviceGetTemperatureV", handle, pynvml.NVML_TEMPERATURE_GPU)),
+        "temperature_slowdown": ask("nvmlDeviceGetTemperatureThreshold", handle,
                                     pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
     }
     return rec

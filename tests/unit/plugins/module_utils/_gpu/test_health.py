@@ -136,6 +136,7 @@ def test_worst_ignores_not_supported_and_unknown():
     assert health.worst(["pass", "warn", "not_supported"]) == "warn"
     assert health.worst(["warn", "fail"]) == "fail"
     assert health.worst([]) == "pass"
+    assert health.worst(["unknown", "not_supported"]) == "unknown"
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -291,3 +292,15 @@ def test_the_module_through_ansible(root):
     assert res["reasons"] == ["GPU 1 row_remap_pending: a row remap is pending: reset the GPU to apply it"]
     bad = run_module("gpu_health", {"expected_gpus": -2}, env=env)
     assert bad["_rc"] != 0 and "expected_gpus: -2 is negative" in bad["msg"]
+
+
+def test_one_hung_gpu_is_named_and_the_gpus_after_it_unknown(root):
+    fakegpu.set_fault(root, "hang", 3)
+    started = time.monotonic()
+    res = gather(root, wall=20, nvml_timeout=1.0)
+    assert time.monotonic() - started < 5.0
+    assert res["verdict"] == "fail"
+    assert [g["verdict"] for g in res["gpus"]] == ["pass"] * 3 + ["fail"] + ["unknown"] * 4
+    assert "did not answer within 1.0 s while reading the health of GPU 3" in res["gpus"][3]["checks"]["nvml"]["reason"]
+    assert res["gpus"][4]["checks"]["nvml"]["reason"] == "not read: NVML stopped answering at GPU 3"
+    assert res["host_checks"]["nvml"]["verdict"] == "fail"
