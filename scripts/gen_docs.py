@@ -6,6 +6,7 @@
   - engine names (the modules' `engine` choices) and kill patterns: each engine's file in plugins/module_utils/_engines/ (Engine.kill_patterns),
     as plugins/module_utils/_gpu/patterns.py ENGINE_PATTERNS gathers them
   - protected GPU daemons: plugins/module_utils/_gpu/protect.py DAEMONS
+  - gpu_health's checks (docs/gpu_health.md): plugins/module_utils/_gpu/health.py CHECKS
   - role variables: roles/*/meta/argument_specs.yml; the server roles' own (their options and
     defaults/main.yml) from the server spec table, plugins/module_utils/_engines/settings.py
   - vllm_server's deprecated speculative method list: the registry (Engine.speculative_methods)
@@ -317,6 +318,15 @@ def _benchmark_keys(kind):
     return _markdown_table(("key", "type", "meaning"), rows)
 
 
+def _gpu_health_checks(kind):
+    """gpu_health's checks: plugins/module_utils/_gpu/health.py CHECKS."""
+    if kind != "markdown":
+        raise ValueError("gpu-health-checks is a Markdown block")
+    rows = [("`%s`" % c["check"], c["scope"], c["nvml"], c["threshold"], c["verdict"], c["source"])
+            for c in _constant("plugins/module_utils/_gpu/health.py", "CHECKS")]
+    return _markdown_table(("check", "of", "NVML call", "threshold", "verdict", "source"), rows)
+
+
 BLOCKS = {
     "engine-patterns": _engine_patterns,
     "engine-choices": _engine_choices,
@@ -335,6 +345,7 @@ BLOCKS["drafter-options"] = _drafter_options
 BLOCKS["drafter-defaults"] = _drafter_defaults
 BLOCKS["experiment-format"] = _experiment_format
 BLOCKS["benchmark-keys"] = _benchmark_keys
+BLOCKS["gpu-health-checks"] = _gpu_health_checks
 
 FILES = [
     "plugins/doc_fragments/gpu.py",
@@ -355,6 +366,7 @@ FILES = [
     "roles/_fleet/meta/argument_specs.yml",
     "playbooks/compare_engines.yml",
     "docs/gpu_release.md",
+    "docs/gpu_health.md",
     "docs/playbooks.md",
 ] + ["roles/%s/README.md" % r for r in ROLES]
 

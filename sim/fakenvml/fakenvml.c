@@ -12,7 +12,10 @@
  *   ROOT/nvml/alloc/r-G-P-T-MS  an allocation whose holder is gone, first seen
  *                           so at CLOCK_MONOTONIC MS; still counted until
  *                           release_delay_ms has passed, then removed
- *   ROOT/nvml/faults/       hang, lost<N>, no_v2 (see simlib/fakegpu.py)
+ *   ROOT/nvml/faults/       hang, hang<N>, lost<N>, no_v2 (see simlib/fakegpu.py)
+ *   ROOT/nvml/health/gpu<N> the health a GPU reports (ECC, retired pages, row remaps,
+ *                           recovery action, InfoROM, fabric, PCIe, clocks events,
+ *                           temperature): the model is at "health" below
  *
  * Memory semantics as measured on a real driver: v1 used = reserved + allocations,
  * v2 used = allocations only, v2 free = total - reserved - used.
@@ -40,7 +43,7 @@ enum {
     NVML_SUCCESS = 0, NVML_ERROR_UNINITIALIZED = 1, NVML_ERROR_INVALID_ARGUMENT = 2,
     NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_NOT_FOUND = 6, NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9, NVML_ERROR_LIBRARY_NOT_FOUND = 12,
-    NVML_ERROR_FUNCTION_NOT_FOUND = 13, NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13, NVML_ERROR_CORRUPTED_INFOROM = 14, NVML_ERROR_GPU_IS_LOST = 15,
     NVML_ERROR_OPERATING_SYSTEM = 17, NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
     NVML_ERROR_UNKNOWN = 999,
 };
@@ -116,6 +119,17 @@ static void hang_while_faulted(void)
         nanosleep(&step, NULL);
 }
 
+/* Fault `hang<N>`: calls on GPU N block (interruptibly) while it exists, as one sick GPU
+ * of a host does; the others still answer. */
+static void gpu_hang_while_faulted(unsigned int index)
+{
+    struct timespec step = {0, 20 * 1000 * 1000};
+    char name[32];
+    snprintf(name, sizeof name, "hang%u", index);
+    while (fault_exists(name))
+        nanosleep(&step, NULL);
+}
+
 static int gpu_is_lost(unsigned int index)
 {
     char name[32];
@@ -136,6 +150,7 @@ static int gpu_is_lost(unsigned int index)
         ENTER();                                                         \
         if ((dev) < g_devs || (dev) >= g_devs + g_count)                 \
             return NVML_ERROR_INVALID_ARGUMENT;                          \
+        gpu_hang_while_faulted((dev)->index);                            \
         if (gpu_is_lost((dev)->index))                                   \
             return NVML_ERROR_GPU_IS_LOST;                               \
     } while (0)
@@ -485,6 +500,7 @@ const char *nvmlErrorString(nvmlReturn_t r)
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
     case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     case NVML_ERROR_OPERATING_SYSTEM: return "Operating System Error";
     case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
@@ -707,3 +723,317 @@ static nvmlReturn_t list_graphics(nvmlDevice_t dev, unsigned int *count)
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int *c, void *p) { (void)p; return list_graphics(d, c); }
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned int *c, void *p) { (void)p; return list_graphics(d, c); }
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int *c, void *p) { (void)p; return list_graphics(d, c); }
+
+/* ---- health ----------------------------------------------------------------
+ *
+ * ROOT/nvml/health/gpu<N> (optional, key=value, read at every call so a fault can
+ * appear while a client runs; simlib/fakegpu.py set_health writes it). A key that is
+ * absent keeps the healthy default below. The model:
+ *   persistence=1                     nvmlDeviceGetPersistenceMode
+ *   ecc_current=1 ecc_pending=1       nvmlDeviceGetEccMode
+ *   ecc_dbe_volatile=0                nvmlDeviceGetTotalEccErrors(UNCORRECTED, VOLATILE);
+ *                                     the aggregate counter reads the same, corrected ones 0
+ *   retired_sbe retired_dbe retired_pending
+ *                                     page retirement: NOT_SUPPORTED (as on Ampere and later)
+ *                                     unless one of the three is given
+ *   remap_corr=0 remap_unc=0 remap_pending=0 remap_failure=0
+ *                                     nvmlDeviceGetRemappedRows
+ *   recovery_action=0                 field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (230)
+ *   inforom=valid|corrupt|not_supported   nvmlDeviceValidateInforom
+ *   fabric_state=-1 fabric_status=0   nvmlDeviceGetGpuFabricInfoV; -1: NOT_SUPPORTED (a PCIe
+ *                                     board, the default), 0-3: nvmlGpuFabricState_t
+ *   pcie_width=16 pcie_width_max=16 pcie_gen=5 pcie_gen_max=5
+ *   clocks_event_reasons=1            nvmlDeviceGetCurrentClocksEventReasons (1: GPU idle)
+ *   temperature=35 temperature_slowdown=87 temperature_shutdown=92
+ */
+
+typedef struct {
+    long long persistence, ecc_current, ecc_pending, ecc_dbe_volatile;
+    long long retired_sbe, retired_dbe, retired_pending;
+    int retirement_supported;
+    long long remap_corr, remap_unc, remap_pending, remap_failure, recovery_action;
+    char inforom[32];
+    long long fabric_state, fabric_status;
+    long long pcie_width, pcie_width_max, pcie_gen, pcie_gen_max;
+    long long clocks_event_reasons, temperature, temperature_slowdown, temperature_shutdown;
+} health_t;
+
+static void read_health(unsigned int gpu, health_t *h)
+{
+    const char *root = state_root();
+    char path[4352], line[256];
+    FILE *f;
+
+    memset(h, 0, sizeof *h);
+    h->persistence = 1;
+    h->ecc_current = h->ecc_pending = 1;
+    snprintf(h->inforom, sizeof h->inforom, "valid");
+    h->fabric_state = -1;
+    h->pcie_width = h->pcie_width_max = 16;
+    h->pcie_gen = h->pcie_gen_max = 5;
+    h->clocks_event_reasons = 1;
+    h->temperature = 35;
+    h->temperature_slowdown = 87;
+    h->temperature_shutdown = 92;
+    if (!root || !root[0])
+        return;
+    snprintf(path, sizeof path, "%s/nvml/health/gpu%u", root, gpu);
+    f = fopen(path, "re");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        char *eq = strchr(line, '='), *val;
+        long long v;
+        line[strcspn(line, "\r\n")] = 0;
+        if (!eq)
+            continue;
+        *eq = 0;
+        val = eq + 1;
+        v = strtoll(val, NULL, 0);
+#define KEY(name) else if (!strcmp(line, #name)) h->name = v
+        if (!strcmp(line, "inforom"))
+            snprintf(h->inforom, sizeof h->inforom, "%s", val);
+        else if (!strcmp(line, "retired_sbe") || !strcmp(line, "retired_dbe")
+                 || !strcmp(line, "retired_pending")) {
+            h->retirement_supported = 1;
+            if (line[8] == 's')
+                h->retired_sbe = v;
+            else if (line[8] == 'd')
+                h->retired_dbe = v;
+            else
+                h->retired_pending = v;
+        }
+        KEY(persistence); KEY(ecc_current); KEY(ecc_pending); KEY(ecc_dbe_volatile);
+        KEY(remap_corr); KEY(remap_unc); KEY(remap_pending); KEY(remap_failure);
+        KEY(recovery_action); KEY(fabric_state); KEY(fabric_status);
+        KEY(pcie_width); KEY(pcie_width_max); KEY(pcie_gen); KEY(pcie_gen_max);
+        KEY(clocks_event_reasons); KEY(temperature); KEY(temperature_slowdown);
+        KEY(temperature_shutdown);
+#undef KEY
+    }
+    fclose(f);
+}
+
+#define HEALTH(dev, h, out)                 \
+    health_t h;                             \
+    ENTER_DEV(dev);                         \
+    if (!(out))                             \
+        return NVML_ERROR_INVALID_ARGUMENT; \
+    read_health((dev)->index, &h)
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t dev, int *mode)
+{
+    HEALTH(dev, h, mode);
+    *mode = h.persistence ? 1 : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t dev, int *current, int *pending)
+{
+    HEALTH(dev, h, current && pending);
+    *current = h.ecc_current ? 1 : 0;
+    *pending = h.ecc_pending ? 1 : 0;
+    return NVML_SUCCESS;
+}
+
+/* errorType: 0 corrected, 1 uncorrected; counterType: 0 volatile, 1 aggregate. */
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int errorType, int counterType,
+                                         unsigned long long *count)
+{
+    HEALTH(dev, h, count);
+    if (errorType < 0 || errorType > 1 || counterType < 0 || counterType > 1)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!h.ecc_current)
+        return NVML_ERROR_NOT_SUPPORTED; /* no counters while ECC is off */
+    *count = errorType == 1 ? (unsigned long long)h.ecc_dbe_volatile : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t dev, int *pending)
+{
+    HEALTH(dev, h, pending);
+    if (!h.retirement_supported)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *pending = h.retired_pending ? 1 : 0;
+    return NVML_SUCCESS;
+}
+
+/* cause: 0 multiple single-bit errors, 1 double-bit error. The NVML size protocol:
+ * too small a buffer -> INSUFFICIENT_SIZE with *count set to what is needed. */
+static nvmlReturn_t retired_pages(nvmlDevice_t dev, int cause, unsigned int *count,
+                                  unsigned long long *addresses, unsigned long long *timestamps)
+{
+    unsigned long long n, i;
+    HEALTH(dev, h, count);
+    if (!h.retirement_supported)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (cause < 0 || cause > 1)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    n = (unsigned long long)(cause == 0 ? h.retired_sbe : h.retired_dbe);
+    if (*count < n || (n > 0 && !addresses)) {
+        *count = (unsigned int)n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (i = 0; i < n; i++) {
+        addresses[i] = 0x100000ULL * (i + 1) + (unsigned long long)cause;
+        if (timestamps)
+            timestamps[i] = 1764900000ULL + i;
+    }
+    *count = (unsigned int)n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t dev, int cause, unsigned int *count,
+                                          unsigned long long *addresses, unsigned long long *timestamps)
+{
+    return retired_pages(dev, cause, count, addresses, timestamps);
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t dev, int cause, unsigned int *count,
+                                       unsigned long long *addresses)
+{
+    return retired_pages(dev, cause, count, addresses, NULL);
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *corr, unsigned int *unc,
+                                       unsigned int *pending, unsigned int *failure)
+{
+    HEALTH(dev, h, corr && unc && pending && failure);
+    *corr = (unsigned)h.remap_corr;
+    *unc = (unsigned)h.remap_unc;
+    *pending = h.remap_pending ? 1 : 0;
+    *failure = h.remap_failure ? 1 : 0;
+    return NVML_SUCCESS;
+}
+
+/* nvmlFieldValue_t as nvidia-ml-py 13 declares it (c_nvmlFieldValue_t). */
+typedef struct {
+    unsigned int fieldId, scopeId;
+    long long timestamp, latencyUsec;
+    int valueType;
+    int nvmlReturn;
+    union {
+        double dVal;
+        unsigned int uiVal;
+        unsigned long ulVal;
+        unsigned long long ullVal;
+        long long sllVal;
+        int siVal;
+        unsigned short usVal;
+    } value;
+} nvmlFieldValue_t;
+
+#define FI_DEV_GET_GPU_RECOVERY_ACTION 230
+#define VALUE_TYPE_UNSIGNED_INT 1
+
+/* Each value carries its own return; the call fails only on bad arguments. */
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t dev, int count, nvmlFieldValue_t *values)
+{
+    int i;
+    struct timespec ts;
+    HEALTH(dev, h, values);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    for (i = 0; i < count; i++) {
+        values[i].timestamp = (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+        values[i].latencyUsec = 0;
+        if (values[i].fieldId == FI_DEV_GET_GPU_RECOVERY_ACTION) {
+            values[i].valueType = VALUE_TYPE_UNSIGNED_INT;
+            values[i].value.ullVal = 0;
+            values[i].value.uiVal = (unsigned)h.recovery_action;
+            values[i].nvmlReturn = NVML_SUCCESS;
+        } else {
+            values[i].nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        }
+    }
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceValidateInforom(nvmlDevice_t dev)
+{
+    HEALTH(dev, h, 1);
+    if (!strcmp(h.inforom, "corrupt"))
+        return NVML_ERROR_CORRUPTED_INFOROM;
+    if (!strcmp(h.inforom, "not_supported"))
+        return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+}
+
+/* nvmlGpuFabricInfo_v2_t (0x02000024) and _v3_t (0x03000028, adds healthSummary). */
+typedef struct {
+    unsigned int version;
+    unsigned char clusterUuid[16];
+    int status;
+    unsigned int cliqueId;
+    unsigned int state;
+    unsigned int healthMask;
+    unsigned char healthSummary; /* v3 only */
+} nvmlGpuFabricInfoV_t;
+
+#define FABRIC_INFO_V2 0x02000024u
+#define FABRIC_INFO_V3 0x03000028u
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t dev, nvmlGpuFabricInfoV_t *info)
+{
+    HEALTH(dev, h, info);
+    if (info->version != FABRIC_INFO_V2 && info->version != FABRIC_INFO_V3)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (h.fabric_state < 0)
+        return NVML_ERROR_NOT_SUPPORTED; /* no NVSwitch: a PCIe board */
+    memset(info->clusterUuid, 0, sizeof info->clusterUuid);
+    info->status = (int)h.fabric_status;
+    info->cliqueId = 0;
+    info->state = (unsigned)h.fabric_state;
+    info->healthMask = 0;
+    if (info->version == FABRIC_INFO_V3)
+        info->healthSummary = 0;
+    return NVML_SUCCESS;
+}
+
+#define UINT_GETTER(fn, field)                              \
+    nvmlReturn_t fn(nvmlDevice_t dev, unsigned int *out)    \
+    {                                                       \
+        HEALTH(dev, h, out);                                \
+        *out = (unsigned)h.field;                           \
+        return NVML_SUCCESS;                                \
+    }
+
+UINT_GETTER(nvmlDeviceGetCurrPcieLinkWidth, pcie_width)
+UINT_GETTER(nvmlDeviceGetMaxPcieLinkWidth, pcie_width_max)
+UINT_GETTER(nvmlDeviceGetCurrPcieLinkGeneration, pcie_gen)
+UINT_GETTER(nvmlDeviceGetMaxPcieLinkGeneration, pcie_gen_max)
+UINT_GETTER(nvmlDeviceGetGpuMaxPcieLinkGeneration, pcie_gen_max)
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev, unsigned long long *reasons)
+{
+    HEALTH(dev, h, reasons);
+    *reasons = (unsigned long long)h.clocks_event_reasons;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t dev, unsigned long long *reasons)
+{
+    return nvmlDeviceGetCurrentClocksEventReasons(dev, reasons);
+}
+
+/* sensor 0: NVML_TEMPERATURE_GPU, the only one. */
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t dev, int sensor, unsigned int *temp)
+{
+    HEALTH(dev, h, temp);
+    if (sensor != 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *temp = (unsigned)h.temperature;
+    return NVML_SUCCESS;
+}
+
+/* threshold: 0 shutdown, 1 slowdown; the others are not modelled. */
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t dev, int threshold, unsigned int *temp)
+{
+    HEALTH(dev, h, temp);
+    if (threshold == 0)
+        *temp = (unsigned)h.temperature_shutdown;
+    else if (threshold == 1)
+        *temp = (unsigned)h.temperature_slowdown;
+    else
+        return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+}

@@ -29,8 +29,30 @@ Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads 
                                single read long after the exit still sees it held.
   ROOT/nvml/faults/            fault switches (set_fault / `simctl gpu fault`):
       hang      while it exists, every NVML call sleeps (interruptibly) until it is gone
+      hang<N>   the same for the calls on GPU N only (`simctl gpu fault ROOT hang N`)
       lost<N>   calls on GPU N (handle lookups included) return NVML_ERROR_GPU_IS_LOST
       no_v2     nvmlDeviceGetMemoryInfo_v2 returns NVML_ERROR_FUNCTION_NOT_FOUND
+  ROOT/nvml/health/gpu<N>      what GPU N reports to gpu_health's NVML calls, key=value,
+                               read at every call (set_health / `simctl gpu health`); an
+                               absent key keeps its healthy default (HEALTH_DEFAULTS):
+      persistence, ecc_current, ecc_pending     1 = enabled
+      ecc_dbe_volatile                          uncorrectable ECC errors since load
+      retired_sbe, retired_dbe, retired_pending page retirement; while none of the
+                                                three is set the calls answer
+                                                NOT_SUPPORTED, as on Ampere and later
+      remap_corr, remap_unc, remap_pending, remap_failure   nvmlDeviceGetRemappedRows
+      recovery_action                           field 230 (0 none, 1 GPU reset, ...)
+      inforom                                   valid, corrupt or not_supported
+      fabric_state, fabric_status               -1: NOT_SUPPORTED (a PCIe board); else
+                                                nvmlGpuFabricState_t (3 = completed)
+                                                and the training's NVML return code
+      pcie_width(_max), pcie_gen(_max)          the link now and at most
+      clocks_event_reasons                      bit mask (0x40 HW thermal slowdown ...)
+      temperature, temperature_slowdown, temperature_shutdown   degrees C
+    HEALTH_FAULTS names the faults the tests inject (inject_health / `simctl gpu health`).
+  ROOT/kernel.log              the host's kernel log: add_xid appends "NVRM: Xid" lines for a
+                               GPU's PCI address (pci_bus_id); gpu_health reads it with
+                               kernel_log=ROOT/kernel.log
 
 Use from Python (sim/ on sys.path):
 
@@ -69,6 +91,32 @@ DEFAULT_DRIVER = "580.95.05"
 DEFAULT_RELEASE_DELAY_MS = 120
 LIB_NAME = "libnvidia-ml.so.1"
 FAULTS = ("hang", "lost", "no_v2")
+# The healthy GPU fakenvml.c reports when ROOT/nvml/health/gpu<N> does not say otherwise.
+HEALTH_DEFAULTS = {
+    "persistence": 1, "ecc_current": 1, "ecc_pending": 1, "ecc_dbe_volatile": 0,
+    "remap_corr": 0, "remap_unc": 0, "remap_pending": 0, "remap_failure": 0, "recovery_action": 0,
+    "inforom": "valid", "fabric_state": -1, "fabric_status": 0,
+    "pcie_width": 16, "pcie_width_max": 16, "pcie_gen": 5, "pcie_gen_max": 5,
+    "clocks_event_reasons": 0x1, "temperature": 35, "temperature_slowdown": 87, "temperature_shutdown": 92,
+}
+HEALTH_KEYS = tuple(HEALTH_DEFAULTS) + ("retired_sbe", "retired_dbe", "retired_pending")
+# Named faults: what a sick GPU of that kind reports.
+HEALTH_FAULTS = {
+    "ecc_dbe": {"ecc_dbe_volatile": 2},
+    "retired_pending": {"retired_sbe": 0, "retired_dbe": 1, "retired_pending": 1},
+    "retired_limit": {"retired_sbe": 40, "retired_dbe": 23, "retired_pending": 0},
+    "remap_pending": {"remap_corr": 1, "remap_pending": 1},
+    "remap_failure": {"remap_failure": 1},
+    "remap_uncorrectable": {"remap_unc": 512},
+    "recovery_action": {"recovery_action": 1},
+    "persistence_off": {"persistence": 0},
+    "ecc_off": {"ecc_current": 0, "ecc_pending": 0},
+    "inforom_corrupt": {"inforom": "corrupt"},
+    "fabric_not_started": {"fabric_state": 1},
+    "pcie_downgraded": {"pcie_width": 8},
+    "thermal": {"clocks_event_reasons": 0x40, "temperature": 88},
+}
+KERNEL_LOG = "kernel.log"
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 C_SOURCE = os.path.join(os.path.dirname(_HERE), "fakenvml", "fakenvml.c")
@@ -144,6 +192,10 @@ def init(root, gpus=8, name=DEFAULT_NAME, memory_mib=DEFAULT_MEMORY_MIB,
     for i in range(gpus):
         conf["uuid%d" % i] = old.get("uuid%d" % i) or "GPU-%s" % uuid.uuid4()
     _write_atomic(_config_path(root), "".join("%s=%s\n" % kv for kv in conf.items()))
+    if not os.path.exists(kernel_log(root)):
+        with open(kernel_log(root), "w") as f:
+            f.write("[    0.000000] Linux version 6.8.0 (simulated host)\n"
+                    "[    5.100000] nvidia: module loaded (fake NVML %s)\n" % driver_version)
     _install_lib(root, lib)
     return root
 
@@ -190,6 +242,8 @@ def fault_path(root, kind, gpu=None):
         if gpu is None:
             raise ValueError("fault 'lost' needs a GPU index")
         kind = "lost%d" % int(gpu)
+    elif kind == "hang" and gpu is not None:
+        kind = "hang%d" % int(gpu)
     return os.path.join(os.path.abspath(root), "nvml", "faults", kind)
 
 
@@ -201,6 +255,72 @@ def set_fault(root, kind, gpu=None, clear=False):
     else:
         open(path, "a").close()
     return path
+
+
+# ---- health (must agree with read_health() in fakenvml.c) ------------------------
+
+def health_path(root, gpu):
+    return os.path.join(os.path.abspath(root), "nvml", "health", "gpu%d" % int(gpu))
+
+
+def read_health(root, gpu):
+    """What GPU `gpu` reports: HEALTH_DEFAULTS updated by its health file."""
+    values = dict(HEALTH_DEFAULTS)
+    try:
+        with open(health_path(root, gpu)) as f:
+            for line in f:
+                key, sep, value = line.rstrip("\n").partition("=")
+                if sep:
+                    values[key] = int(value, 0) if value.lstrip("-").isdigit() or value.startswith("0x") else value
+    except FileNotFoundError:
+        pass
+    return values
+
+
+def set_health(root, gpu, clear=False, **values):
+    """Change what GPU `gpu` reports (keys of HEALTH_KEYS); clear=True: healthy again."""
+    path = health_path(root, gpu)
+    if clear:
+        if os.path.exists(path):
+            os.unlink(path)
+        return path
+    unknown = sorted(set(values) - set(HEALTH_KEYS))
+    if unknown:
+        raise ValueError("unknown health key %s (known: %s)" % (", ".join(unknown), ", ".join(HEALTH_KEYS)))
+    current = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            current = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+    current.update({k: str(v) for k, v in values.items()})
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _write_atomic(path, "".join("%s=%s\n" % kv for kv in sorted(current.items())))
+    return path
+
+
+def inject_health(root, gpu, fault):
+    """Give GPU `gpu` the named fault of HEALTH_FAULTS."""
+    if fault not in HEALTH_FAULTS:
+        raise ValueError("unknown health fault %r (one of %s)" % (fault, ", ".join(sorted(HEALTH_FAULTS))))
+    return set_health(root, gpu, **HEALTH_FAULTS[fault])
+
+
+def pci_bus_id(gpu):
+    """GPU `gpu`'s PCI bus id as the fake NVML reports it (nvmlDeviceGetPciInfo_v3)."""
+    return "00000000:%02X:00.0" % (0x18 + 0x10 * int(gpu))
+
+
+def kernel_log(root):
+    return os.path.join(os.path.abspath(root), KERNEL_LOG)
+
+
+def add_xid(root, gpu, xid, text="simulated fault"):
+    """Append the line the driver logs for Xid `xid` on GPU `gpu` to ROOT/kernel.log."""
+    bus = 0x18 + 0x10 * int(gpu)
+    line = "[%12.6f] NVRM: Xid (PCI:0000:%02x:00): %d, pid=4242, name=python3, %s\n" % (
+        time.monotonic(), bus, int(xid), text)
+    with open(kernel_log(root), "a") as f:
+        f.write(line)
+    return line
 
 
 # ---- reading allocations (must agree with scan_gpu() in fakenvml.c) -------------

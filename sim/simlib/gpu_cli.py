@@ -7,7 +7,11 @@
                                      GPUFLEET_NVIDIA_DEVICES
   hold ROOT --gpu 0[,1..] --mib M [--title T] [--ignore-term|--catch-term] [--exit-delay S] [--detach]
   status ROOT                        JSON per GPU
-  fault ROOT hang|lost N|no_v2 [--clear]
+  fault ROOT hang [N]|lost N|no_v2 [--clear]
+  health ROOT GPU [FAULT|KEY=VALUE ...] [--clear]
+                                     what GPU reports to gpu_health (fakegpu.HEALTH_FAULTS,
+                                     HEALTH_KEYS); no argument: print it
+  xid ROOT GPU XID [TEXT]            log an Xid for GPU in ROOT/kernel.log
 """
 import argparse
 import json
@@ -74,9 +78,38 @@ def _parser():
     s = sub.add_parser("fault")
     s.add_argument("root")
     s.add_argument("kind", choices=fakegpu.FAULTS)
-    s.add_argument("gpu", nargs="?", type=int, help="GPU index, for 'lost'")
+    s.add_argument("gpu", nargs="?", type=int, help="GPU index, for 'lost' (and 'hang' of one GPU)")
     s.add_argument("--clear", action="store_true")
+
+    s = sub.add_parser("health")
+    s.add_argument("root")
+    s.add_argument("gpu", type=int)
+    s.add_argument("changes", nargs="*", help="a fault of fakegpu.HEALTH_FAULTS, or KEY=VALUE")
+    s.add_argument("--clear", action="store_true", help="healthy again")
+
+    s = sub.add_parser("xid")
+    s.add_argument("root")
+    s.add_argument("gpu", type=int)
+    s.add_argument("xid", type=int)
+    s.add_argument("text", nargs="?", default="simulated fault")
     return p
+
+
+def _health(args):
+    if args.clear:
+        fakegpu.set_health(args.root, args.gpu, clear=True)
+    for change in args.changes:
+        key, sep, value = change.partition("=")
+        try:
+            if sep:
+                fakegpu.set_health(args.root, args.gpu, **{key: value})
+            else:
+                fakegpu.inject_health(args.root, args.gpu, change)
+        except ValueError as exc:
+            sys.stderr.write("simctl gpu health: %s\n" % exc)
+            return 2
+    print(json.dumps(fakegpu.read_health(args.root, args.gpu), indent=2, sort_keys=True))
+    return 0
 
 
 def _gpus(text):
@@ -232,4 +265,8 @@ def main(argv):
             sys.stderr.write("simctl gpu fault: 'lost' needs a GPU index\n")
             return 2
         print(fakegpu.set_fault(args.root, args.kind, args.gpu, clear=args.clear))
+    elif args.cmd == "health":
+        return _health(args)
+    elif args.cmd == "xid":
+        sys.stdout.write(fakegpu.add_xid(args.root, args.gpu, args.xid, args.text))
     return 0

@@ -21,6 +21,8 @@ EXCLUDED = {
     "server_plan": "composes a launch (host, port, paths, engine flags); a group default for base_url would be an "
                    "unsupported option there, and its api_key is the one the server starts with",
     "server_process": "a supervisor of one process by state file; shares no option",
+    "gpu_health": "takes the gpu group's gpus and nvml_timeout but not devices, v1_reserve_mib or protect, which a "
+                  "group default would pass to it as unsupported options",
     "drafter_check": "reads two model directories; shares no option",
     "benchmark_report": "a controller action merging result files; shares no option",
     "engine_report": "a controller action merging result files; shares no option",

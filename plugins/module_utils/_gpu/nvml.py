@@ -21,6 +21,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import check as check_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import health_probe
 
 MIB = 1024 * 1024
 # Driver reserve assumed when only NVML's v1 memory call exists (v1 `used`
@@ -91,15 +92,21 @@ def _serve(req_fd, rep_fd):
         reply({"error": "init", "msg": str(exc), "kind": type(exc).__name__})
         return
     reply({"ok": True, "driver": driver, "count": count})
+    readers = {"snapshot": _gpu_record, "health": _health_record}
     for line in reader:
         req = json.loads(line)
+        record = readers[req.get("op", "snapshot")]
         gpus, errors = [], {}
         for index in req.get("indices") or range(count):
             try:
-                gpus.append(_gpu_record(pynvml, index))
+                gpus.append(record(pynvml, index))
             except Exception as exc:  # one lost GPU must not hide the others
                 errors[str(index)] = str(exc)
         reply({"gpus": gpus, "errors": errors})
+
+
+def _health_record(pynvml, index):
+    return health_probe.read(pynvml, index)
 
 
 # --------------------------------------------------------------- parent side
@@ -177,6 +184,20 @@ class NvmlSession:
             raise NvmlError("NVML could not read %s" % "; ".join(
                 "GPU %s: %s" % kv for kv in sorted(rep["errors"].items())), gpu_errors=rep["errors"])
         return rep["gpus"]
+
+    def health(self, index: int) -> dict:
+        """The health readings of one GPU (health_probe.read), within this session's deadline.
+
+        Returns {"gpus": [record]} or {"errors": {"index": message}}; a hung call raises NvmlTimeout.
+        """
+        what = "reading the health of GPU %d" % index
+        try:
+            self._req.write(json.dumps({"op": "health", "indices": [index]}) + "\n")
+            self._req.flush()
+        except OSError:
+            self.kill()
+            raise NvmlError("the NVML helper process died before %s" % what)
+        return self._read(what)
 
     def kill(self) -> None:
         try:
