@@ -16,7 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as server_plan
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset, variant_state
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome, variant_lines
 
 
@@ -118,6 +118,9 @@ class FilterModule:
             "server_plan_options": server_plan_options,
             "server_plan_request": server_plan_request,
             "server_plan_choice": server_plan_choice,
+            "experiment_pick": variant_state.pick,
+            "experiment_stop_verified": variant_state.stop_verified,
+            "experiment_close": variant_state.close,
             "experiment_drafter_checks": host_plan.drafter_checks,
             "experiment_refusal": host_plan.refusal,
         }
