@@ -15,7 +15,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as server_plan
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset, variant_state
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome, variant_lines
 
 
@@ -67,6 +68,17 @@ def experiment_planned(servers, composed, names):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def server_plan_choice(settings, service_mgr="", last=None, last_of=None, reuse=False, given=None,
+                       verified_free=False, dirs_used=None):
+    """_server/plan.py choose(): call server_plan, or take the plan the caller already has."""
+    try:
+        return server_plan.choose(settings, service_mgr, last, last_of, bool(reuse), given, bool(verified_free), dirs_used)
+    except InvalidInput as exc:
+        raise AnsibleFilterError(exc.msg) from exc
+    except KeyError as exc:
+        raise AnsibleFilterError("server_plan_choice: not a server_spec dict (missing %s)" % exc) from exc
+
+
 def server_plan_request(server, service_mgr=""):
     """host_plan.plan_request: server_plan's batch item for one server's settings."""
     try:
@@ -105,6 +117,10 @@ class FilterModule:
             "swap_experiment": swap_experiment,
             "server_plan_options": server_plan_options,
             "server_plan_request": server_plan_request,
+            "server_plan_choice": server_plan_choice,
+            "experiment_pick": variant_state.pick,
+            "experiment_stop_verified": variant_state.stop_verified,
+            "experiment_close": variant_state.close,
             "experiment_drafter_checks": host_plan.drafter_checks,
             "experiment_refusal": host_plan.refusal,
         }

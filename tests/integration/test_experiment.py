@@ -131,8 +131,9 @@ def test_check_mode_prints_a_plan_the_engines_parse_and_changes_nothing(request,
     bad = tmp_path / "bad"
     bad.mkdir()
     run = _run(fleet, _on_the_simulator("kimi-k25-eagle3", fleet, bad, drafter=MISMATCHED), results)
-    assert run.returncode != 0 and "Check the drafter against its target: sglang-eagle3" in run.output, run.output[-6000:]
-    assert "hidden_size differs: drafter hidden_size=4096, target hidden_size=" in run.output, run.output[-6000:]
+    assert run.returncode != 0, run.output[-6000:]
+    assert "variant sglang-eagle3: hidden_size differs: drafter hidden_size=4096, target hidden_size=" in run.output, \
+        run.output[-6000:]
     assert _snapshot(fleet, 1) == before
 
     # A method the engine does not know: the one server_plan call of the host refuses it, naming the variant.

@@ -1,18 +1,17 @@
 """The launch command lines the roles compose, rendered from the role files themselves.
 
-Ansible's own templar evaluates, in task order, the set_fact and include_role expressions
-of roles/eagle_drafter/tasks/main.yml, the variables the server_spec lookup reads into
-gpufleet.serving._server's one input (with the lookup's own functions), the arguments that roles/_server/tasks/plan.yml hands to
-gpufleet.serving.server_plan, and the secret --config file's content from
-roles/_server/tasks/launch.yml, over the role defaults and an inventory's group_vars;
-server_plan's own compose() (plugins/module_utils/_server/plan.py) then builds the argv. No
-play runs, so this takes well under a second and follows any change to those files.
+Ansible's own templar evaluates the variables the server_spec lookup reads (the role defaults, an
+inventory's group_vars, the sglang_server_* and, for EAGLE-3, eagle_drafter_* ones) into
+gpufleet.serving._server's one input, with the lookup's own functions
+(plugins/module_utils/_engines/settings.py), and the secret --config file's content from
+roles/_server/tasks/launch.yml; server_plan's own compose() (plugins/module_utils/_server/plan.py)
+then builds the argv from the settings the plan reads. No play runs, so this takes well under a
+second and follows any change to those files.
 """
 import glob
 import os
 
 import yaml
-from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
@@ -46,51 +45,12 @@ def _render(variables, expr):
     return Templar(loader=DataLoader(), variables=variables).template(_trusted(expr))
 
 
-def _set_facts(variables, tasks_file, only=None):
-    """Render the file's set_fact and include_role vars in order. A fact that needs a task's
-    result (a registered variable) or a plugin is left out; the argv's own rendering then names it."""
-    for task in _load(tasks_file):
-        facts = task.get("ansible.builtin.set_fact")
-        if facts:
-            for name, expr in facts.items():
-                if only is None or name in only:
-                    try:
-                        variables[name] = _render(variables, expr)
-                    except AnsibleError:
-                        if only is not None:
-                            raise
-        include = task.get("ansible.builtin.include_role") or task.get("ansible.builtin.import_role")
-        if include and task.get("vars"):
-            rendered = {}
-            for name, expr in task["vars"].items():
-                try:
-                    rendered[name] = _render(variables, expr)
-                except AnsibleError:  # e.g. a lookup plugin, not loaded here: the argv does not need it
-                    pass
-            variables.update(rendered)
-
-
-# What `default(omit)` renders to here: the argument is then left out, as Ansible leaves it out.
-_OMIT = "__omit_place_holder__role_argv"
-
-
 def _plan_params(variables):
-    """The server_plan arguments of plan.yml, rendered; types as the module's argument_spec has them."""
-    tasks = _load(os.path.join(ROLES, "_server", "tasks", "plan.yml"))
-    ((block, task),) = [(b, t) for b in [{"block": tasks}] + [t for t in tasks if "block" in t]
-                        for t in b["block"] if "gpufleet.serving.server_plan" in t]
-    variables = dict(variables, omit=_OMIT)
-    # The block's and the task's own vars (the module's options are read from them), in order;
-    # one that needs what is not loaded here (a registered result, a lookup) is left out.
-    for name, expr in list((block.get("vars") or {}).items()) + list((task.get("vars") or {}).items()):
-        try:
-            variables[name] = _render(variables, expr)
-        except AnsibleError:
-            pass
-    params = {k: _render(variables, v) for k, v in task["gpufleet.serving.server_plan"].items()}
-    params = {k: v for k, v in params.items() if v != _OMIT}
-    # The settings in one dict (server_plan's `settings`), spread over the options as the module spreads them.
-    params = dict(params.pop("settings", {}), **params)
+    """server_plan's arguments as plan.yml gives them: the server's settings in one dict (the
+    server_plan_options filter's function) spread over the options as the module spreads them;
+    types as the module's argument_spec has them."""
+    params = dict(_settings.plan_options(variables["server_spec"]),
+                  service_mgr=variables["ansible_facts"]["service_mgr"])
     params["enable_metrics"] = boolean(params["enable_metrics"])
     for name in ("speculative_args", "extra_args"):
         params[name] = [str(a) for a in params[name] or []]
@@ -115,18 +75,17 @@ def render(eagle=False, api_key="", overrides=None, inventory=EXAMPLE):
     variables.update(_trusted(dict(overrides or {})))
     variables["sglang_server_api_key"] = api_key
     variables.setdefault("ansible_facts", {"service_mgr": "systemd"})
-    if eagle:
-        for name in ("args.yml", "main.yml"):
-            tasks = os.path.join(ROLES, "eagle_drafter", "tasks", name)
-            if os.path.exists(tasks):
-                _set_facts(variables, tasks)
-    _set_facts(variables, os.path.join(ROLES, "sglang_server", "tasks", "main.yml"))
     # The role's one input, as its server_spec lookup builds it (the same functions; no plugin is
-    # loaded here), and plan.yml's server_plan options for it, as its filter builds them.
-    variables["server_spec"] = _settings.server(
-        _registry.get("sglang"), _settings.given_from("sglang", variables, lambda v: _render(variables, v)))
-    variables["_server_plan_args"] = {"settings": _settings.plan_options(variables["server_spec"]),
-                                      "service_mgr": variables["ansible_facts"]["service_mgr"]}
+    # loaded here): sglang_server's own, or eagle_drafter's (the lookup's `drafter`).
+
+    def template(value):
+        return _render(variables, value)
+    given = _settings.given_from("sglang", variables, template)
+    if eagle:
+        drafter = {s.name: template(variables["eagle_drafter_" + s.name])
+                   for s in _settings.DRAFTER if "eagle_drafter_" + s.name in variables}
+        given.update(_settings.drafter_overrides("sglang", drafter))
+    variables["server_spec"] = _settings.server(_registry.get("sglang"), given)
     composed = _plan.compose(_plan_params(variables))
     variables["_server_plan"] = composed
     secret = None

@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""variant_state: which variant a host runs at a position, and its record and the host's halt."""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import variant_state as vs
+
+VARIANTS = [{"name": "a", "engine": "sglang", "speculative": None, "fingerprint": "fa"},
+            {"name": "b", "engine": "vllm", "speculative": "eagle_drafter", "fingerprint": "fb"}]
+EXPERIMENT = {"variants": VARIANTS, "todo": {"h1": ["a", "b"], "h2": ["b"]}}
+RELEASE = {"gpus": [{"index": 0, "free": True}, {"index": 1, "free": False}], "gpus_selected": [0, 1],
+           "killed": [{"pid": 5}], "elapsed": 0.4}
+
+
+def test_pick_runs_the_host_own_variants_in_order_and_nothing_past_its_end():
+    assert vs.pick(EXPERIMENT, "h2", 0)["variant"]["name"] == "b"
+    step = vs.pick(EXPERIMENT, "h1", 1)
+    assert step["run"] and step["skipped"] is None and step["variant"]["name"] == "b"
+    assert step["record"] == {"variant": "b", "outcome": "failed", "stage": "launch", "reason": ""}
+    past = vs.pick(EXPERIMENT, "h2", 1)
+    assert past["variant"] is None and not past["run"] and past["skipped"] is None
+    assert vs.pick(EXPERIMENT, "h3", 0)["variant"] is None
+
+
+def test_a_halted_host_records_its_next_variant_as_skipped_with_the_reason():
+    step = vs.pick(EXPERIMENT, "h1", 1, halt="GPUs not verified free after a")
+    assert not step["run"]
+    assert step["skipped"] == {"variant": "b", "engine": "vllm", "speculative": True, "outcome": "skipped",
+                               "stage": "skipped", "reason": "GPUs not verified free after a"}
+
+
+def test_the_stop_proves_the_gpus_free_only_without_error_and_over_every_gpu():
+    assert vs.stop_verified({"all_gpus": True, "release": RELEASE})
+    assert not vs.stop_verified({"all_gpus": True}, "timed out")
+    assert not vs.stop_verified({"all_gpus": False})
+    assert not vs.stop_verified({}) and not vs.stop_verified(None)
+
+
+def test_close_takes_the_stop_evidence_or_the_check_after_it():
+    record = {"variant": "a", "outcome": "ok", "stage": "done", "reason": ""}
+    closed = vs.close(record, VARIANTS[0], "h1", teardown={"all_gpus": True, "release": RELEASE})
+    assert closed["halt"] == ""
+    full = closed["record"]
+    assert (full["engine"], full["speculative"], full["fingerprint"], full["host"]) == ("sglang", False, "fa", "h1")
+    assert (full["teardown"]["gpus_free"], full["teardown"]["gpus_used"], full["teardown"]["killed"]) == (1, [1], 1)
+    # The stop failed: its release is not evidence; the check after it is.
+    closed = vs.close(record, VARIANTS[0], "h1", teardown={"all_gpus": True, "release": RELEASE},
+                      release={"gpus": [{"index": 0, "free": True}]}, stop_error="timed out")
+    assert closed["record"]["teardown"]["gpus_free"] == 1 and closed["record"]["teardown"]["gpus_used"] == []
+    assert closed["record"]["teardown"]["stop_error"] == "timed out"
+
+
+def test_a_failure_with_kept_servers_halts_the_host_and_a_halt_stays():
+    failed = {"variant": "b", "outcome": "failed", "stage": "benchmark", "reason": "x"}
+    closed = vs.close(failed, VARIANTS[1], "h1", kept=True)
+    assert closed["halt"] == "b failed at stage benchmark and servers are kept, so the next variants were not launched"
+    assert closed["record"]["teardown"]["kept"] is True
+    assert vs.close(failed, VARIANTS[1], "h1", halt="earlier")["halt"] == "earlier"
+    assert vs.close(dict(failed, outcome="ok"), VARIANTS[1], "h1", kept=True)["halt"] == ""
