@@ -119,12 +119,12 @@ class Waiter:
         """The engine's own model-info paths (Engine.model_info_paths; every engine's while the
         engine is not known, and the one that answers names it), else /v1/models."""
         timeout = max(self.p.get("request_timeout", 1.0), 5.0)
-        known = _registry.find(self.log.flavor)
+        known = _registry.find(self.log.engine)
         for engine in (known,) if known else _registry.engines():
             for path in engine.model_info_paths:
                 answer = self.client.get(path, timeout)
                 if answer.status == 200 and answer.json() is not None:
-                    self.log.flavor = self.log.flavor or engine.name
+                    self.log.engine = self.log.engine or engine.name
                     return answer.json()
         answer = self.client.get("/v1/models", timeout)
         return answer.json() if answer.status == 200 else None
@@ -141,8 +141,9 @@ class Waiter:
             "elapsed": round(self.elapsed(), 3),
             "phase": self.log.phase,
             "phases": list(self.log.phases),
-            "engine": self.log.flavor,
-            "flavor": self.log.flavor,  # deprecated: engine
+            "engine": self.log.engine,
+            # The same under its old name, a deprecated return key (server_wait RETURN says so).
+            "flavor": self.log.engine,
             "process": self.proc.as_dict() if self.proc else None,
             "generate": self.generate,
         }
