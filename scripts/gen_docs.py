@@ -264,6 +264,7 @@ BLOCKS["benchmark-keys"] = _benchmark_keys
 
 FILES = [
     "plugins/doc_fragments/gpu.py",
+    "plugins/doc_fragments/endpoint.py",
     "plugins/modules/gpu_release.py",
     "plugins/modules/server_plan.py",
     "plugins/modules/drafter_check.py",

@@ -30,7 +30,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.s
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
-from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, ssl_context
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, server_root, ssl_context
 
 DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128]
 PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -116,10 +116,8 @@ def _server(params):
     """The server's record: base_url, the side-read client, the model (given, else the first it
     lists) and the engine (given, else told from its answers; 'unknown' when none says)."""
     base_url = params["base_url"]
-    root = base_url.rstrip("/")
-    root = root[:-3] if root.endswith("/v1") else root
     # Side reads outside the timed levels; /metrics can be large, so read it whole.
-    client = HttpClient(root, params.get("api_key"), params.get("validate_certs", True), user_agent=USER_AGENT,
+    client = HttpClient(server_root(base_url), params.get("api_key"), params.get("validate_certs", True), user_agent=USER_AGENT,
                         accept=None, timeout=min(params["request_timeout"], 30.0), max_body=None)
 
     answer = client.get("/v1/models")

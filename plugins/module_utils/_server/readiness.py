@@ -18,7 +18,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
-from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, server_root
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.log import LogFollower, LogState, diagnose
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import make_watch
 
@@ -61,7 +61,8 @@ class Waiter:
         self.p = params
         self.clock = clock
         self.sleep = sleep
-        self.client = client or HttpClient(params["base_url"], params.get("api_key"), params.get("validate_certs", True))
+        self.client = client or HttpClient(server_root(params["base_url"]), params.get("api_key"),
+                                           params.get("validate_certs", True))
         self.watch = watch or make_watch(params.get("pid"), params.get("pidfile"), params.get("systemd_unit"),
                                          params.get("systemctl") or "systemctl", params.get("process_identity"))
         engine = params.get("engine") or "auto"
