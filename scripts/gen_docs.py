@@ -11,7 +11,7 @@
     defaults/main.yml) from the server spec table, plugins/module_utils/_engines/settings.py
   - vllm_server's deprecated speculative method list: the registry (Engine.speculative_methods)
   - the fleet's variants (_fleet's fleet_variant choices, compare_engines.yml's defaults): each
-    engine's labels, plugins/plugin_utils/_report/outcome.py engine_settings
+    engine's labels, plugins/plugin_utils/_experiment/engine_settings.py
 
 Each generated block sits between two marker lines, which keep their indentation:
 
@@ -132,10 +132,10 @@ def _engine_names(first=()):
 def variants():
     """(base variants, EAGLE-3 variants) in the registry's order: the labels engine_settings gives."""
     engine_patterns()  # puts the collection on sys.path
-    from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import (  # pylint: disable=import-outside-toplevel
-        outcome,
+    from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.engine_settings import (  # pylint: disable=import-outside-toplevel
+        engine_settings,
     )
-    settings = [outcome.engine_settings(name) for name in engine_patterns()]
+    settings = [engine_settings(name) for name in engine_patterns()]
     return [s["label"] for s in settings], [s["eagle_label"] for s in settings]
 
 
@@ -349,6 +349,7 @@ BLOCKS["gpu-health-checks"] = _gpu_health_checks
 
 FILES = [
     "plugins/doc_fragments/gpu.py",
+    "plugins/doc_fragments/endpoint.py",
     "plugins/modules/gpu_release.py",
     "plugins/modules/server_plan.py",
     "plugins/modules/drafter_check.py",

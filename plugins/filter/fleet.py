@@ -5,8 +5,9 @@
 """Filters of the fleet playbooks: per-host decisions and the lines they print.
 
 Each filter is documented in its own sidecar file (plugins/filter/NAME.yml), as
-ansible-core documents its own filters; the code is in plugin_utils/_report/outcome.py and variant_lines.py, plugin_utils/_experiment/host_plan.py
-and module_utils/_engines/settings.py.
+ansible-core documents its own filters; the code is in plugin_utils/_report/ (swap.py, host_lines.py,
+closing.py, reset.py, variant_lines.py), plugin_utils/_experiment/ (engine_settings.py, preset.py,
+host_plan.py, variant_state.py), module_utils/_engines/settings.py and module_utils/_server/plan.py.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as server_plan
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import engine_settings as _engine_settings
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset, variant_state
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome, variant_lines
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import closing, host_lines, reset, swap, variant_lines
 
 
 def engine_settings(name, host="", port="", instance=""):
-    """outcome.engine_settings, its ValueError (an unknown engine) as the filter's error."""
+    """engine_settings.engine_settings, its ValueError (an unknown engine) as the filter's error."""
     try:
-        return outcome.engine_settings(name, host, port, instance)
+        return _engine_settings.engine_settings(name, host, port, instance)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -37,9 +39,9 @@ def server_plan_options(settings):
 
 
 def swap_gates(runs, gates):
-    """outcome.swap_gates, its ValueError (a bad gate) as the filter's error."""
+    """swap.swap_gates, its ValueError (a bad gate) as the filter's error."""
     try:
-        return outcome.swap_gates(runs, gates)
+        return swap.swap_gates(runs, gates)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -92,23 +94,23 @@ class FilterModule:
 
     def filters(self):
         return {
-            "server_left": outcome.server_left,
-            "failure_reason": outcome.failure_reason,
-            "swap_line": outcome.swap_line,
-            "base_line": outcome.base_line,
-            "bench_line": outcome.bench_line,
-            "launch_line": outcome.launch_line,
-            "teardown_line": outcome.teardown_line,
-            "swap_start": outcome.swap_start,
-            "swap_record": outcome.swap_record,
-            "swap_failure": outcome.swap_failure,
-            "swap_rolled_back": outcome.swap_rolled_back,
-            "swap_step_failure": outcome.swap_step_failure,
+            "server_left": swap.server_left,
+            "failure_reason": closing.failure_reason,
+            "swap_line": host_lines.swap_line,
+            "base_line": host_lines.base_line,
+            "bench_line": host_lines.bench_line,
+            "launch_line": host_lines.launch_line,
+            "teardown_line": host_lines.teardown_line,
+            "swap_start": swap.swap_start,
+            "swap_record": swap.swap_record,
+            "swap_failure": swap.swap_failure,
+            "swap_rolled_back": swap.swap_rolled_back,
+            "swap_step_failure": swap.swap_step_failure,
             "swap_gates": swap_gates,
-            "report_lines": outcome.report_lines,
-            "not_ok": outcome.not_ok,
-            "reset_summary": outcome.reset_summary,
-            "reset_table": outcome.reset_table,
+            "report_lines": closing.report_lines,
+            "not_ok": closing.not_ok,
+            "reset_summary": reset.reset_summary,
+            "reset_table": reset.reset_table,
             "engine_settings": engine_settings,
             "teardown_record": variant_lines.teardown_record,
             "experiment_plan_lines": variant_lines.plan_lines,

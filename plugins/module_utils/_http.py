@@ -38,6 +38,13 @@ def request_headers(api_key: str | None = None, user_agent: str = "gpufleet.serv
     return headers
 
 
+def server_root(base_url: str) -> str:
+    """BASE_URL without a trailing slash or /v1: the endpoint options take either form, and the
+    paths the modules ask for (/health, /metrics, /v1/models) are relative to the server's root."""
+    root = base_url.rstrip("/")
+    return root[:-3] if root.endswith("/v1") else root
+
+
 def ssl_context(validate_certs: bool = True) -> ssl.SSLContext:
     """The default TLS context, or one that checks neither certificate nor host name."""
     context = ssl.create_default_context()

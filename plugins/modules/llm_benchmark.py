@@ -62,6 +62,7 @@ author:
 extends_documentation_fragment:
   - gpufleet.serving.attributes
   - gpufleet.serving.attributes.ACTIONGROUP_ENDPOINT
+  - gpufleet.serving.endpoint
 attributes:
   check_mode:
     support: partial
@@ -71,17 +72,6 @@ attributes:
   diff_mode:
     support: none
 options:
-  base_url:
-    description:
-      - Root URL of the server, for example V(http://127.0.0.1:30000). A trailing C(/v1) is
-        accepted and ignored.
-    type: str
-    required: true
-    aliases: [url]
-  model:
-    description:
-      - Model name sent in requests. Defaults to the first model of C(/v1/models).
-    type: str
   levels:
     description:
       - Concurrency levels, run in the order given.
@@ -254,34 +244,11 @@ options:
       - Distinct error messages kept per level in RV(levels[].errors).
     type: int
     default: 5
-  api_key:
-    description:
-      - Sent as an C(Authorization) bearer token when set.
-    type: str
-  validate_certs:
-    description:
-      - Verify the server certificate for an C(https) O(base_url).
-    type: bool
-    default: true
   output:
     description:
       - Path on the target host to write the result to as JSON (written atomically; parent
         directories are created).
     type: path
-  engine:
-    description:
-      - Which engine serves, for acceptance readings. V(auto) asks the server
-        (C(/v1/models) C(owned_by), then C(/metrics), then C(/server_info)).
-      - The alias O(flavor) is deprecated and will be removed in 2.0.0.
-    type: str
-    aliases: [flavor]
-    # BEGIN GENERATED engine-names-auto (scripts/gen_docs.py)
-    choices:
-      - auto
-      - sglang
-      - vllm
-    # END GENERATED engine-names-auto
-    default: auto
   request_rates:
     description:
       - Open-loop levels instead of O(levels) - one level per rate, in requests per second.

@@ -26,6 +26,7 @@ author:
 extends_documentation_fragment:
   - gpufleet.serving.attributes
   - gpufleet.serving.attributes.ACTIONGROUP_ENDPOINT
+  - gpufleet.serving.endpoint
 attributes:
   check_mode:
     support: full
@@ -35,14 +36,6 @@ attributes:
   diff_mode:
     support: none
 options:
-  base_url:
-    description:
-      - Base URL of the server, for example V(http://127.0.0.1:30000); the same option as
-        P(gpufleet.serving.llm_benchmark#module)'s, so that one C(module_defaults) entry for the
-        C(group/gpufleet.serving.endpoint) action group serves both.
-    type: str
-    required: true
-    aliases: [url]
   health_path:
     description:
       - Path of the health endpoint, appended to O(base_url). Ready means HTTP 200 there.
@@ -55,32 +48,6 @@ options:
         with a choice. Catches a server whose health is 200 but whose requests hang.
     type: bool
     default: false
-  model:
-    description:
-      - Model name for O(generate_check). Default is the first model C(/v1/models) lists.
-    type: str
-  api_key:
-    description:
-      - 'Sent as C(Authorization: Bearer <api_key>) with every request (SGLang and vLLM C(--api-key)).'
-    type: str
-  validate_certs:
-    description:
-      - Verify the TLS certificate of an C(https) O(base_url).
-    type: bool
-    default: true
-  engine:
-    description:
-      - Which engine writes the log. V(auto) tells from the log lines (and the engine's model-info path).
-      - The alias O(flavor) is deprecated and will be removed in 2.0.0.
-    type: str
-    aliases: [flavor]
-    # BEGIN GENERATED engine-names-auto (scripts/gen_docs.py)
-    choices:
-      - auto
-      - sglang
-      - vllm
-    # END GENERATED engine-names-auto
-    default: auto
   pid:
     description:
       - PID of the server's main process (for SGLang, the C(sglang serve) or C(sglang.launch_server) process).

@@ -32,7 +32,7 @@ def bad_server():
 def params(url, **kw):
     p = dict(base_url=url, model=None, levels=[2], requests_per_level=12, warmup_requests=0, input_len=8,
              output_len=16, api="completions", temperature=0.0, seed=0, request_timeout=10.0, max_error_samples=10,
-             api_key=None, validate_certs=True, output=None, flavor="auto", request_rates=None, burstiness=1.0,
+             api_key=None, validate_certs=True, output=None, engine="auto", request_rates=None, burstiness=1.0,
              max_concurrency=None, range_ratio=1.0, ignore_eos=True, slo_ttft_ms=None, slo_tpot_ms=None,
              slo_e2e_ms=None, connection="keep_alive", progress_file=None)
     p.update(kw)

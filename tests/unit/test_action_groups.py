@@ -6,6 +6,7 @@ is a member (its documentation extends that fragment). That a group default reac
 tests/integration/test_action_group_defaults.py.
 """
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.serving.plugins.doc_fragments.attributes import ModuleDocFragment
+from tests.support import module_docs
 from tests.support.paths import REPO
 
 MODULES = Path(REPO) / "plugins" / "modules"
@@ -38,11 +40,19 @@ def action_groups():
 
 
 def documentation(name):
-    tree = ast.parse((MODULES / ("%s.py" % name)).read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "DOCUMENTATION" for t in node.targets):
-            return yaml.safe_load(node.value.value)
-    raise AssertionError("%s has no DOCUMENTATION" % name)
+    """The module's DOCUMENTATION with the doc fragments it extends (the gpu group's options come
+    from the gpu fragment, the endpoint group's from the endpoint fragment)."""
+    return module_docs.documentation(name)
+
+
+def argument_spec(name):
+    """{option: {key: its value's syntax tree, dumped}} of the argument spec in the module's main()
+    (dict(type=..., ...) entries; the order the keys are written in does not matter)."""
+    source = (MODULES / ("%s.py" % name)).read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.keyword) and node.arg == "argument_spec" and isinstance(node.value, ast.Call):
+            return {k.arg: {kk.arg: ast.dump(kk.value) for kk in k.value.keywords} for k in node.value.keywords}
+    raise AssertionError("%s has no argument_spec=dict(...)" % name)
 
 
 def option_names(doc):
@@ -76,10 +86,6 @@ def test_each_member_takes_the_options_its_group_shares(group):
         doc = documentation(module)
         assert "gpufleet.serving.attributes.ACTIONGROUP_%s" % group.upper() in doc["extends_documentation_fragment"]
         documented = option_names(doc)
-        # The gpu group's options come from the gpu doc fragment (one argument spec, _gpu/args.py).
-        if "gpufleet.serving.gpu" in doc["extends_documentation_fragment"]:
-            from ansible_collections.gpufleet.serving.plugins.doc_fragments.gpu import ModuleDocFragment as Gpu
-            documented |= option_names(yaml.safe_load(Gpu.DOCUMENTATION))
         assert set(shared) <= documented, (module, set(shared) - documented)
 
 
@@ -87,3 +93,21 @@ def test_the_endpoint_takes_one_name_with_the_other_as_alias():
     for module in action_groups()["endpoint"]:
         spec = documentation(module)["options"]["base_url"]
         assert spec["aliases"] == ["url"], module
+
+
+def test_the_endpoint_options_are_documented_once_and_specified_alike():
+    """The endpoint fragment documents the options server_wait and llm_benchmark share (one
+    wording); neither module documents them again, and their argument specs are the same text."""
+    from ansible_collections.gpufleet.serving.plugins.doc_fragments.endpoint import ModuleDocFragment as Endpoint
+
+    shared = yaml.safe_load(Endpoint.DOCUMENTATION)["options"]
+    specs = []
+    for module in action_groups()["endpoint"]:
+        own = yaml.safe_load(importlib.import_module(
+            "ansible_collections.gpufleet.serving.plugins.modules." + module).DOCUMENTATION)
+        assert "gpufleet.serving.endpoint" in own["extends_documentation_fragment"], module
+        assert not set(own["options"]) & set(shared), (module, set(own["options"]) & set(shared))
+        spec = argument_spec(module)
+        assert set(shared) <= set(spec), (module, set(shared) - set(spec))
+        specs.append({name: spec[name] for name in shared})
+    assert all(s == specs[0] for s in specs), specs

@@ -82,7 +82,7 @@ def counter(metrics: dict, names: str | tuple) -> float | None:
     return None
 
 
-def detect_flavor(models_json: dict | None, metrics_text: str, server_info: dict | None) -> str:
+def detect_engine(models_json: dict | None, metrics_text: str, server_info: dict | None) -> str:
     """An engine's name or 'unknown', from what the server already answered: the model card's
     owner, else the metrics' prefix, else keys only one engine's server info has (registry order)."""
     for card in (models_json or {}).get("data") or []:
@@ -103,10 +103,9 @@ def detect_flavor(models_json: dict | None, metrics_text: str, server_info: dict
 class AcceptanceMeter:
     """snapshot() before a level, measure() after it."""
 
-    def __init__(self, client: HttpClient, flavor: str) -> None:
+    def __init__(self, client: HttpClient, engine: str) -> None:
         self.client = client  # an _http.HttpClient
-        self.flavor = flavor
-        self.engine = _registry.find(flavor)
+        self.engine = _registry.find(engine)  # None for 'unknown': no counters to read
 
     def _metrics(self):
         answer = self.client.get("/metrics")

@@ -11,11 +11,12 @@ import json
 import os
 import random
 import time
+from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept import (
     AcceptanceMeter,
     counter,
-    detect_flavor,
+    detect_engine,
     read_server_info,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories import by_category, with_pass
@@ -29,7 +30,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.s
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
-from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, ssl_context
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, server_root, ssl_context
 
 DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128]
 PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -77,25 +78,46 @@ def run_benchmark(params: dict) -> dict:
     """The module's result (without `changed`) for the validated parameters."""
     levels = _check(params)
     # The workload is read before the server is asked anything: a bad file fails at once.
+    workload = _workload(params)
+    api = _api(params, workload)
+    started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+    t0 = time.monotonic()
+    server = _server(params)
+    sweep = Sweep(params, workload, api, server, levels)
+    out_levels = [sweep.level(index, level, rate) for index, (level, rate) in enumerate(sweep.plan)]
+    result = _result(params, sweep, server, out_levels, started, t0)
+    if not any(lv["completed"] for lv in out_levels):
+        raise GpuFleetError(nothing_completed(out_levels, params.get("max_error_samples", 5)), result=result)
+    return result
+
+
+def _workload(params):
+    """The workload (None: random prompts), checked against category_passes."""
     workload = load_workload(params.get("workload"), params.get("seed") or 0)
     if params.get("category_passes") and not (workload and workload.info["categories"]):
         raise InvalidInput("category_passes: the workload has no categories (%s); give a workload whose items "
                            "have categories (source: builtin, or a file with a category field), or leave "
                            "category_passes out" % ("random prompts" if not workload else "no item has one"))
+    return workload
+
+
+def _api(params, workload):
+    """The API the requests go to: the option, else chat for a workload and completions for random prompts."""
     api = params.get("api") or ("chat" if workload else "completions")
-    fixed_output = ((params.get("workload") or {}).get("output_len_mode") or "fixed") == "fixed"
     if workload and api == "completions":
         for item in workload.items:
             if item.text is None:
                 raise InvalidInput("api: completions sends one text prompt, but workload item %s is a conversation "
                                    "(%d turns, %d messages): use api: chat" % (item.ref, item.turns, len(item.messages)))
-    started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-    t0 = time.monotonic()
+    return api
+
+
+def _server(params):
+    """The server's record: base_url, the side-read client, the model (given, else the first it
+    lists) and the engine (given, else told from its answers; 'unknown' when none says)."""
     base_url = params["base_url"]
-    root = base_url.rstrip("/")
-    root = root[:-3] if root.endswith("/v1") else root
     # Side reads outside the timed levels; /metrics can be large, so read it whole.
-    client = HttpClient(root, params.get("api_key"), params.get("validate_certs", True), user_agent=USER_AGENT,
+    client = HttpClient(server_root(base_url), params.get("api_key"), params.get("validate_certs", True), user_agent=USER_AGENT,
                         accept=None, timeout=min(params["request_timeout"], 30.0), max_body=None)
 
     answer = client.get("/v1/models")
@@ -110,131 +132,160 @@ def run_benchmark(params: dict) -> dict:
                                 % (client.base_url, answer.status))
         model = cards[0]["id"]
 
-    flavor = params.get("engine") or "auto"
-    if flavor == "auto":
+    engine = params.get("engine") or "auto"
+    if engine == "auto":
         metrics = client.get("/metrics")
-        flavor = detect_flavor(models, metrics.text if metrics.status == 200 else "", read_server_info(client))
+        engine = detect_engine(models, metrics.text if metrics.status == 200 else "", read_server_info(client))
+    return {"base_url": base_url, "client": client, "model": model, "engine": engine}
 
-    context = ssl_context(params.get("validate_certs", True)) if base_url.startswith("https") else None
-    try:
-        endpoint = Endpoint(base_url, params.get("api_key"), context)
-    except ValueError as exc:
-        raise InvalidInput(str(exc))
-    meter = AcceptanceMeter(client, flavor)
-    writer = RecordWriter(params.get("request_records"))
-    # Per-request acceptance, where the engine answers it, is asked for only where something
-    # uses it: the records, or the figures per category.
-    wanted = writer.path or (workload and workload.info["categories"])
-    known = _registry.find(flavor)
-    extra = known.per_request_acceptance if wanted and known else None
 
-    out_levels = []
-    seed = params.get("seed") or 0
-    serial = seed * 1000003  # every prompt of the run differs (no prefix-cache hits)
-    lengths = random.Random(seed)  # random input/output lengths with a range ratio, reproducible
-    ratio = params.get("range_ratio") or 1.0
-    rates = params.get("request_rates") or []
-    cap = params.get("max_concurrency")
-    slo = (params.get("slo_ttft_ms"), params.get("slo_tpot_ms"), params.get("slo_e2e_ms"))
-    progress = LevelProgress(params.get("progress_file"), len(rates or levels))
-    repeats = params.get("repeats") or 1
-    plan = [(None, r) for r in rates] if rates else [(lv, None) for lv in levels]
-    passes = bool(params.get("category_passes"))
-    expected = (params["output_len"] if ratio == 1.0 and params.get("ignore_eos", True) and fixed_output
-                else None)
+class Sweep:
+    """The levels of one run: each level's record (its repeats combined, its category passes)."""
 
-    def jobs(items):
-        return workload_jobs(items, api, model, params["output_len"], fixed_output,
-                             params.get("temperature", 0.0), params.get("ignore_eos", True), extra)
+    def __init__(self, params: dict, workload: Any, api: str, server: dict, levels: list) -> None:
+        self.params = params
+        self.workload = workload
+        self.api = api
+        self.model = server["model"]
+        base_url = server["base_url"]
+        context = ssl_context(params.get("validate_certs", True)) if base_url.startswith("https") else None
+        try:
+            self.endpoint = Endpoint(base_url, params.get("api_key"), context)
+        except ValueError as exc:
+            raise InvalidInput(str(exc))
+        self.meter = AcceptanceMeter(server["client"], server["engine"])
+        self.writer = RecordWriter(params.get("request_records"))
+        # Per-request acceptance, where the engine answers it, is asked for only where something
+        # uses it: the records, or the figures per category.
+        wanted = self.writer.path or (workload and workload.info["categories"])
+        known = _registry.find(server["engine"])
+        self.extra = known.per_request_acceptance if wanted and known else None
+        self.fixed_output = ((params.get("workload") or {}).get("output_len_mode") or "fixed") == "fixed"
 
-    def timed(bodies, level, rate, w, index):
+        self.seed = params.get("seed") or 0
+        self.serial = self.seed * 1000003  # every prompt of the run differs (no prefix-cache hits)
+        self.lengths = random.Random(self.seed)  # random input/output lengths with a range ratio, reproducible
+        self.ratio = params.get("range_ratio") or 1.0
+        self.rates = params.get("request_rates") or []
+        self.cap = params.get("max_concurrency")
+        self.slo = (params.get("slo_ttft_ms"), params.get("slo_tpot_ms"), params.get("slo_e2e_ms"))
+        self.progress = LevelProgress(params.get("progress_file"), len(self.rates or levels))
+        self.repeats = params.get("repeats") or 1
+        self.plan = [(None, r) for r in self.rates] if self.rates else [(lv, None) for lv in levels]
+        self.passes = bool(params.get("category_passes"))
+        self.expected = (params["output_len"] if self.ratio == 1.0 and params.get("ignore_eos", True)
+                         and self.fixed_output else None)
+
+    def level(self, index: int, level: int | None, rate: float | None) -> dict:
+        """The record of one level (LEVEL concurrent requests, or RATE requests a second): its
+        repeats combined, then each category's pass alone when category_passes asks for them."""
+        size = level or self.cap or 1  # what default request counts scale with
+        n = self.params.get("requests_per_level") or default_requests(size)
+        default_w = (self.cap or 0) if rate else level
+        w = default_w if self.params.get("warmup_requests") is None else self.params["warmup_requests"]
+        runs = [self.repeat(index, level, rate, n, w) for unused_repeat in range(self.repeats)]
+        lv = runs[0] if self.repeats == 1 else combine(runs)
+        self.progress.level_end(index, lv)
+        if self.passes:
+            for category in sorted(lv.get("categories") or {}):
+                lv["categories"][category] = self.category_pass(index, level, rate, n, w, lv, category)
+        return lv
+
+    def repeat(self, index: int, level: int | None, rate: float | None, n: int, w: int) -> dict:
+        """The record of one repeat of a level: W warm-up and N counted requests, timed."""
+        items, bodies = self.bodies(n, w)
+        self.progress.level_start(index, level, rate, w + n)
+        lv, records = self.timed(bodies, level, rate, w, index)
+        lv["categories"] = by_category(records, items, w)
+        self.writer.level(index, lv, records, items, w)
+        return lv
+
+    def category_pass(self, index: int, level: int | None, rate: float | None, n: int, w: int, lv: dict,
+                      category: str) -> dict:
+        """The category's figures in LV with its pass alone added: one pass of this category's
+        items, the level's size: its tok/s, and its acceptance from the counters where the
+        engine answers none per request."""
+        items = self.workload.of_category(category).items_for(n, w)
+        self.progress.pass_start(index, level, rate, category, w + n)
+        alone, records = self.timed(self.jobs(items), level, rate, w, index)
+        return with_pass(lv["categories"][category], alone, (by_category(records, items, w) or {}).get(category))
+
+    def bodies(self, n: int, w: int) -> tuple:
+        """(the workload items or None, the request bodies) of one pass: W warm-up, then N counted."""
+        if self.workload:
+            # Every level sends the same counted items (the sample from its start); the warm-up
+            # takes the items after them, so it does not prime the counted prompts' cache.
+            items = self.workload.items_for(n, w)
+            return items, self.jobs(items)
+        p = self.params
+        bodies = []
+        for unused in range(w + n):
+            bodies.append(request_body(self.api, self.model, _length(self.lengths, p["input_len"], self.ratio),
+                                       _length(self.lengths, p["output_len"], self.ratio), self.serial,
+                                       p.get("temperature", 0.0), p.get("ignore_eos", True)))
+            self.serial += 1
+        return None, bodies
+
+    def jobs(self, items: list) -> list:
+        p = self.params
+        return workload_jobs(items, self.api, self.model, p["output_len"], self.fixed_output,
+                             p.get("temperature", 0.0), p.get("ignore_eos", True), self.extra)
+
+    def timed(self, bodies: list, level: int | None, rate: float | None, w: int, index: int) -> tuple:
         """One timed pass of BODIES (the first W the warm-up): its figures and its records, with
         the acceptance and the server's rate from the counters read before and after it."""
-        before = meter.snapshot()
-        records = run_level(endpoint, PATHS[api], bodies, level, params["request_timeout"],
-                            connection=params.get("connection") or "keep_alive", request_rate=rate,
-                            burstiness=params.get("burstiness") or 1.0, max_concurrency=cap,
-                            seed=seed + index)
-        after = meter.snapshot_after(before)
-        accept, source = meter.measure(before, after)
+        p = self.params
+        before = self.meter.snapshot()
+        records = run_level(self.endpoint, PATHS[self.api], bodies, level, p["request_timeout"],
+                            connection=p.get("connection") or "keep_alive", request_rate=rate,
+                            burstiness=p.get("burstiness") or 1.0, max_concurrency=self.cap,
+                            seed=self.seed + index)
+        after = self.meter.snapshot_after(before)
+        accept, source = self.meter.measure(before, after)
         warm_records, counted_records = flatten(records[:w]), flatten(records[w:])
-        concurrency = level if level else (cap or _peak_in_flight(warm_records + counted_records))
-        lv = level_metrics(concurrency, counted_records, w, params.get("max_error_samples", 5), expected,
-                           warmup=warm_records, slo=slo)
+        concurrency = level if level else (self.cap or _peak_in_flight(warm_records + counted_records))
+        lv = level_metrics(concurrency, counted_records, w, p.get("max_error_samples", 5), self.expected,
+                           warmup=warm_records, slo=self.slo)
         lv["request_rate"] = rate
         lv["accept_length"], lv["accept_source"] = accept, source
         lv.update(server_rate(before, after, lv))
         return lv, records
 
-    for index, (level, rate) in enumerate(plan):
-        size = level or cap or 1  # what default request counts scale with
-        n = params.get("requests_per_level") or default_requests(size)
-        default_w = (cap or 0) if rate else level
-        w = default_w if params.get("warmup_requests") is None else params["warmup_requests"]
-        runs = []
-        for unused_repeat in range(repeats):
-            if workload:
-                # Every level sends the same counted items (the sample from its start); the warm-up
-                # takes the items after them, so it does not prime the counted prompts' cache.
-                items = workload.items_for(n, w)
-                bodies = jobs(items)
-            else:
-                items = None
-                bodies = []
-                for unused in range(w + n):
-                    bodies.append(request_body(api, model, _length(lengths, params["input_len"], ratio),
-                                               _length(lengths, params["output_len"], ratio), serial,
-                                               params.get("temperature", 0.0), params.get("ignore_eos", True)))
-                    serial += 1
-            progress.level_start(index, level, rate, w + n)
-            lv, records = timed(bodies, level, rate, w, index)
-            lv["categories"] = by_category(records, items, w)
-            writer.level(index, lv, records, items, w)
-            runs.append(lv)
-        lv = runs[0] if repeats == 1 else combine(runs)
-        progress.level_end(index, lv)
-        if passes:
-            for category in sorted(lv.get("categories") or {}):
-                # One pass of this category's items alone, the level's size: its tok/s, and its
-                # acceptance from the counters where the engine answers none per request.
-                items = workload.of_category(category).items_for(n, w)
-                progress.pass_start(index, level, rate, category, w + n)
-                alone, records = timed(jobs(items), level, rate, w, index)
-                lv["categories"][category] = with_pass(lv["categories"][category], alone,
-                                                       (by_category(records, items, w) or {}).get(category))
-        out_levels.append(lv)
 
+def _result(params, sweep, server, out_levels, started, t0):
+    """The module's result of a finished sweep: the levels, their summary, the server, the
+    workload and the settings the run used."""
     result = {
         "levels": out_levels,
         "summary": summary(out_levels),
-        "server": {"base_url": base_url, "model": model, "engine": flavor, "flavor": flavor},  # flavor: deprecated
-        "workload": workload.info if workload else {"source": "random"},
+        # flavor: the engine under its old name, a deprecated return key (llm_benchmark RETURN says so).
+        "server": {"base_url": server["base_url"], "model": server["model"], "engine": server["engine"],
+                   "flavor": server["engine"]},
+        "workload": sweep.workload.info if sweep.workload else {"source": "random"},
         "config": {
-            "api": api,
+            "api": sweep.api,
             "input_len": params["input_len"],
             "output_len": params["output_len"],
             "requests_per_level": params.get("requests_per_level"),
             "warmup_requests": params.get("warmup_requests"),
             "temperature": params.get("temperature", 0.0),
             "ignore_eos": params.get("ignore_eos", True),
-            "range_ratio": ratio,
-            "request_rates": rates or None,
+            "range_ratio": sweep.ratio,
+            "request_rates": sweep.rates or None,
             "burstiness": params.get("burstiness") or 1.0,
-            "max_concurrency": cap,
+            "max_concurrency": sweep.cap,
             "connection": params.get("connection") or "keep_alive",
-            "seed": seed,
-            "repeats": repeats,
-            "slo_ttft_ms": slo[0],
-            "slo_tpot_ms": slo[1],
-            "slo_e2e_ms": slo[2],
+            "seed": sweep.seed,
+            "repeats": sweep.repeats,
+            "slo_ttft_ms": sweep.slo[0],
+            "slo_tpot_ms": sweep.slo[1],
+            "slo_e2e_ms": sweep.slo[2],
         },
         "started": started,
         "elapsed": round(time.monotonic() - t0, 3),
     }
-    if writer.path:
-        result["request_records"] = writer.path
-    if not any(lv["completed"] for lv in out_levels):
-        raise GpuFleetError(nothing_completed(out_levels, params.get("max_error_samples", 5)), result=result)
+    if sweep.writer.path:
+        result["request_records"] = sweep.writer.path
     return result
 
 

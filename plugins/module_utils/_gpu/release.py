@@ -9,7 +9,7 @@ import math
 import os
 import pwd
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
@@ -270,58 +270,18 @@ class Releaser:
                   "protected_holders": plan.protected_holders, "devices": self.devices,
                   "spared_ansible": plan.spared_ansible, "protected_matches": plan.protected_matches}
         if self.check_mode:
-            planned = plan.targets(plan.pattern) + plan.targets(plan.sweep)
-            live = [t for t in planned if not t.gone]
-            result["killed"] = [dict(t.result(), signals=[]) for t in live]
-            close_all(planned)
-            result["changed"] = bool(live)
-            result["gpus"] = self._gpu_report(before, None, plan)
-            result["predicted_failures"] = self._predict(before, minors, plan, {t.pid for t in planned})
-            return self._finish(result)
+            return self._finish(self._check_result(plan, before, minors, result))
 
         timings = {}
         watch = _watch.RespawnWatch(self.opts.respawn_settle)
-        first = plan.targets(plan.pattern)
-        watch.note(first, plan.table, plan.protection)
-        t0 = time.monotonic()
-        stuck = release(first, self.opts.term_timeout, self.deadline)
-        self._fail_if_denied(first, result)
-        timings["pattern"] = round(time.monotonic() - t0, 3)
-        done = list(first)
+        signalled = self._signal_pattern(plan, watch, result, timings)
         if self.opts.sweep:
-            t0 = time.monotonic()
-            # Rescan: orphans and late children show up as device holders now.
-            again = self._plan(minors)
-            handled = {(t.pid, t.info.create_time) for t in first}
-            sweep = {pid: why for pid, why in again.sweep.items()
-                     if (pid, again.table[pid].create_time) not in handled}
-            swept = again.targets(sweep)
-            watch.note(swept, again.table, again.protection)
-            stuck += release(swept, self.opts.term_timeout, self.deadline)
-            self._fail_if_denied(first + swept, result)
-            done += swept
-            result["protected_holders"] = again.protected_holders
-            plan = again
-            timings["sweep"] = round(time.monotonic() - t0, 3)
-        result["killed"] = [t.result() for t in done if t.signals]
-        result["failed_to_kill"] = [dict(t.result(), state=t.state()) for t in stuck]
-        result["changed"] = any(t.signals for t in done)
-        close_all(done)
-
+            signalled = self._signal_sweep(signalled, minors, watch, result, timings)
+        self._record_signals(signalled, result)
         if self.opts.mps == MPS_QUIT:
             self._quit_mps(indices, result)
-        # The respawn watch runs from each target's exit, between the NVML reads of the drain.
-        self.watch = watch if result["changed"] and not stuck else None
-        self.respawn = None
-        if self.watch is not None:
-            self.watch.arm(time.monotonic())
-            self.handled = {(t.pid, t.info.create_time) for t in done}
-        after = None
-        if self.opts.verify:
-            t0 = time.monotonic()
-            after = self._wait_drained(indices, minors)
-            timings["verify"] = round(time.monotonic() - t0, 3)
-            plan = self._plan(minors)  # who still holds what, for the report
+        self._arm_watch(watch, signalled, result)
+        after, plan = self._verify(indices, minors, signalled.plan, timings)
         result["gpus"] = self._gpu_report(before, after, plan)
         result["timings"] = timings
         if self.watch is not None:
@@ -330,6 +290,71 @@ class Releaser:
             # What the watch cost after the memory was free (or after the signals, without verify).
             timings["respawn_check"] = round(time.monotonic() - t0, 3)
         return self._finish(result)
+
+    def _check_result(self, plan, before, minors, result):
+        """Check mode: who a real run would signal (none is), and the GPUs it would leave used."""
+        planned = plan.targets(plan.pattern) + plan.targets(plan.sweep)
+        live = [t for t in planned if not t.gone]
+        result["killed"] = [dict(t.result(), signals=[]) for t in live]
+        close_all(planned)
+        result["changed"] = bool(live)
+        result["gpus"] = self._gpu_report(before, None, plan)
+        result["predicted_failures"] = self._predict(before, minors, plan, {t.pid for t in planned})
+        return result
+
+    def _signal_pattern(self, plan, watch, result, timings):
+        """The first pass: the pattern-matched trees of PLAN signalled (SIGTERM, SIGKILL after
+        term_timeout). A refused signal fails the task here (_fail_if_denied)."""
+        first = plan.targets(plan.pattern)
+        watch.note(first, plan.table, plan.protection)
+        t0 = time.monotonic()
+        stuck = release(first, self.opts.term_timeout, self.deadline)
+        self._fail_if_denied(first, result)
+        timings["pattern"] = round(time.monotonic() - t0, 3)
+        return Signalled(list(first), stuck, plan)
+
+    def _signal_sweep(self, first, minors, watch, result, timings):
+        """The device sweep after FIRST (the pattern pass): the selected GPUs' holders found by a
+        new scan, less the processes the first pass already handled, signalled the same way."""
+        t0 = time.monotonic()
+        # Rescan: orphans and late children show up as device holders now.
+        again = self._plan(minors)
+        handled = {(t.pid, t.info.create_time) for t in first.done}
+        sweep = {pid: why for pid, why in again.sweep.items()
+                 if (pid, again.table[pid].create_time) not in handled}
+        swept = again.targets(sweep)
+        watch.note(swept, again.table, again.protection)
+        stuck = first.stuck + release(swept, self.opts.term_timeout, self.deadline)
+        self._fail_if_denied(first.done + swept, result)
+        result["protected_holders"] = again.protected_holders
+        timings["sweep"] = round(time.monotonic() - t0, 3)
+        return Signalled(first.done + swept, stuck, again)
+
+    def _record_signals(self, signalled, result):
+        """The passes' outcome in RESULT: who was signalled, who outlived the timeout."""
+        result["killed"] = [t.result() for t in signalled.done if t.signals]
+        result["failed_to_kill"] = [dict(t.result(), state=t.state()) for t in signalled.stuck]
+        result["changed"] = any(t.signals for t in signalled.done)
+        close_all(signalled.done)
+
+    def _arm_watch(self, watch, signalled, result):
+        """Start the respawn watch when something was signalled and every target is gone."""
+        # The respawn watch runs from each target's exit, between the NVML reads of the drain.
+        self.watch = watch if result["changed"] and not signalled.stuck else None
+        self.respawn = None
+        if self.watch is not None:
+            self.watch.arm(time.monotonic())
+            self.handled = {(t.pid, t.info.create_time) for t in signalled.done}
+
+    def _verify(self, indices, minors, plan, timings):
+        """(the GPUs' records once drained or at the deadline, the plan to report holders from);
+        without verify, (None, PLAN)."""
+        if not self.opts.verify:
+            return None, plan
+        t0 = time.monotonic()
+        after = self._wait_drained(indices, minors)
+        timings["verify"] = round(time.monotonic() - t0, 3)
+        return after, self._plan(minors)  # who still holds what, for the report
 
     # -- promises: permission, respawns, check mode ----------------------------
     def _fail_if_denied(self, targets, result):
@@ -571,6 +596,15 @@ class Releaser:
         if problems:
             raise GpuFleetError("GPUs not released: " + "; ".join(problems), result=result)
         return result
+
+
+class Signalled(NamedTuple):
+    """What the signal passes did: every target of them (signalled, or already gone), those
+    still alive at the deadline, and the plan of the last pass (its holders are reported)."""
+
+    done: list
+    stuck: list
+    plan: Plan
 
 
 class _ScopeState:

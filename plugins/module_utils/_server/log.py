@@ -83,7 +83,7 @@ def clean_line(raw: str) -> str:
     return text[:MAX_LINE]
 
 
-def flavor_of_line(line: str) -> str | None:
+def engine_of_line(line: str) -> str | None:
     """The engine whose marker the line carries (registry order), or None."""
     for engine in _registry.engines():
         if engine.log_marker.search(line):
@@ -91,13 +91,13 @@ def flavor_of_line(line: str) -> str | None:
     return None
 
 
-def match_phase(line: str, flavor: str | None = None) -> str | None:
-    """Phase a line announces, or None. flavor None accepts every engine's rules."""
+def match_phase(line: str, engine: str | None = None) -> str | None:
+    """Phase a line announces, or None. engine None accepts every engine's rules."""
     for rule_engine, rule in _PHASE_RULES:
-        if rule_engine and flavor and rule_engine != flavor:
+        if rule_engine and engine and rule_engine != engine:
             continue
         if rule.pattern.search(line):
-            return rule.unsure if rule.unsure and flavor is None else rule.phase
+            return rule.unsure if rule.unsure and engine is None else rule.phase
     return None
 
 
@@ -140,10 +140,10 @@ def diagnose(causes: dict, exit_code: int | None = None) -> dict:
 
 
 class LogState:
-    """What the log said so far: flavor, first line of each phase and cause, last lines."""
+    """What the log said so far: the engine, first line of each phase and cause, last lines."""
 
-    def __init__(self, flavor: str | None = None, tail_lines: int = 30) -> None:
-        self.flavor = flavor
+    def __init__(self, engine: str | None = None, tail_lines: int = 30) -> None:
+        self.engine = engine
         self.phases = []  # dicts: name, at, line, log_offset
         self.causes = {}
         self.tail = collections.deque(maxlen=max(tail_lines, 1))
@@ -166,12 +166,12 @@ class LogState:
         stamp = parse_timestamp(line)
         if stamp is not None and self._first_ts is None:
             self._first_ts = stamp
-        if self.flavor is None:
-            self.flavor = flavor_of_line(line)
+        if self.engine is None:
+            self.engine = engine_of_line(line)
         cause = match_cause(line)
         if cause and cause not in self.causes:
             self.causes[cause] = line
-        name = match_phase(line, self.flavor)
+        name = match_phase(line, self.engine)
         if not name or name in self._seen:
             return None
         self._seen.add(name)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
-from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, server_root
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.log import LogFollower, LogState, diagnose
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import make_watch
 
@@ -61,7 +61,8 @@ class Waiter:
         self.p = params
         self.clock = clock
         self.sleep = sleep
-        self.client = client or HttpClient(params["base_url"], params.get("api_key"), params.get("validate_certs", True))
+        self.client = client or HttpClient(server_root(params["base_url"]), params.get("api_key"),
+                                           params.get("validate_certs", True))
         self.watch = watch or make_watch(params.get("pid"), params.get("pidfile"), params.get("systemd_unit"),
                                          params.get("systemctl") or "systemctl", params.get("process_identity"))
         engine = params.get("engine") or "auto"
@@ -119,12 +120,12 @@ class Waiter:
         """The engine's own model-info paths (Engine.model_info_paths; every engine's while the
         engine is not known, and the one that answers names it), else /v1/models."""
         timeout = max(self.p.get("request_timeout", 1.0), 5.0)
-        known = _registry.find(self.log.flavor)
+        known = _registry.find(self.log.engine)
         for engine in (known,) if known else _registry.engines():
             for path in engine.model_info_paths:
                 answer = self.client.get(path, timeout)
                 if answer.status == 200 and answer.json() is not None:
-                    self.log.flavor = self.log.flavor or engine.name
+                    self.log.engine = self.log.engine or engine.name
                     return answer.json()
         answer = self.client.get("/v1/models", timeout)
         return answer.json() if answer.status == 200 else None
@@ -141,8 +142,9 @@ class Waiter:
             "elapsed": round(self.elapsed(), 3),
             "phase": self.log.phase,
             "phases": list(self.log.phases),
-            "engine": self.log.flavor,
-            "flavor": self.log.flavor,  # deprecated: engine
+            "engine": self.log.engine,
+            # The same under its old name, a deprecated return key (server_wait RETURN says so).
+            "flavor": self.log.engine,
             "process": self.proc.as_dict() if self.proc else None,
             "generate": self.generate,
         }

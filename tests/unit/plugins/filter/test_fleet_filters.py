@@ -14,7 +14,8 @@ from jinja2 import Environment
 
 from ansible_collections.gpufleet.serving.plugins.filter.fleet import FilterModule
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome as o
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import engine_settings as es
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import closing, host_lines, reset, swap
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 FILTER_DIR = pathlib.Path(__file__).resolve().parents[4] / "plugins" / "filter"
@@ -33,44 +34,44 @@ def failure(stage, unreachable=False):
 
 @pytest.mark.parametrize("stage", ["start", "baseline", "eagle", "eagle_benchmark"])
 def test_server_left_unknown_when_the_host_is_lost(stage):
-    assert o.server_left(failure(stage, unreachable=True), {"changed": False}, {"speculative": True}) \
-        == o.SERVER_LOST
+    assert swap.server_left(failure(stage, unreachable=True), {"changed": False}, {"speculative": True}) \
+        == swap.SERVER_LOST
 
 
 @pytest.mark.parametrize("stage", ["start", "baseline"])
 def test_server_left_base_before_the_eagle_stage(stage):
-    assert o.server_left(failure(stage)) == o.SERVER_BASE
+    assert swap.server_left(failure(stage)) == swap.SERVER_BASE
 
 
 def test_server_left_base_when_the_drafter_check_failed_or_never_ran():
-    assert o.server_left(failure("eagle"), {"failed": True, "msg": "hidden size"}) == o.SERVER_BASE
-    assert o.server_left(failure("eagle"), None) == o.SERVER_BASE
+    assert swap.server_left(failure("eagle"), {"failed": True, "msg": "hidden size"}) == swap.SERVER_BASE
+    assert swap.server_left(failure("eagle"), None) == swap.SERVER_BASE
 
 
 def test_server_left_maybe_none_once_the_drafter_check_passed():
     # e.g. the launch with the drafter failed after the base server was torn down.
     passed = {"changed": False, "drafter": {"hidden_size": 7168}}
-    assert o.server_left(failure("eagle"), passed, {"speculative": False}) == o.SERVER_MAYBE_NONE
+    assert swap.server_left(failure("eagle"), passed, {"speculative": False}) == swap.SERVER_MAYBE_NONE
 
 
 def test_server_left_eagle_when_the_eagle_benchmark_failed_on_the_eagle_server():
     passed = {"changed": False}
-    assert o.server_left(failure("eagle_benchmark"), passed, {"speculative": True}) == o.SERVER_EAGLE
-    assert o.server_left(failure("eagle_benchmark"), passed, {"speculative": False}) == o.SERVER_MAYBE_NONE
-    assert o.server_left(failure("eagle_benchmark"), passed, None) == o.SERVER_MAYBE_NONE
+    assert swap.server_left(failure("eagle_benchmark"), passed, {"speculative": True}) == swap.SERVER_EAGLE
+    assert swap.server_left(failure("eagle_benchmark"), passed, {"speculative": False}) == swap.SERVER_MAYBE_NONE
+    assert swap.server_left(failure("eagle_benchmark"), passed, None) == swap.SERVER_MAYBE_NONE
 
 
 # --- failure_reason ------------------------------------------------------------------------
 
 def test_failure_reason_names_the_task_and_its_message():
-    assert o.failure_reason({"msg": "  boom \n"}, {"name": "Wait until ready"}, {"ping": "pong"}) \
+    assert closing.failure_reason({"msg": "  boom \n"}, {"name": "Wait until ready"}, {"ping": "pong"}) \
         == "Wait until ready: boom"
-    assert o.failure_reason({}, None, None) == "?: failed"
+    assert closing.failure_reason({}, None, None) == "?: failed"
 
 
 def test_failure_reason_unreachable_from_the_ping():
     ping = {"unreachable": True, "msg": "Failed to connect to the host via ssh: refused\n"}
-    assert o.failure_reason({"msg": "x"}, {"name": "T"}, ping) \
+    assert closing.failure_reason({"msg": "x"}, {"name": "T"}, ping) \
         == "unreachable: Failed to connect to the host via ssh: refused"
 
 
@@ -78,18 +79,18 @@ def test_failure_reason_unreachable_from_the_ping():
 
 def test_swap_start_pending_until_too_many_hosts_failed():
     ok, bad = {"outcome": "ok"}, {"outcome": "failed"}
-    pending = o.swap_start([None, {"outcome": "pending"}, ok, bad], "h3", 50)
+    pending = swap.swap_start([None, {"outcome": "pending"}, ok, bad], "h3", 50)
     assert pending == {"host": "h3", "outcome": "pending", "stage": "start", "reason": ""}
-    halted = o.swap_start([ok, bad, bad, None], "h4", 50)
+    halted = swap.swap_start([ok, bad, bad, None], "h4", 50)
     assert halted["outcome"] == "not_started"
     assert halted["line"] == "h4: NOT_STARTED at stage start: more than 50% of the hosts done so far failed"
     # The default, 100, never stops; nothing done yet never stops.
-    assert o.swap_start([bad, bad], "h5")["outcome"] == "pending"
-    assert o.swap_start([None, {"outcome": "not_started"}], "h6", 0)["outcome"] == "pending"
+    assert swap.swap_start([bad, bad], "h5")["outcome"] == "pending"
+    assert swap.swap_start([None, {"outcome": "not_started"}], "h6", 0)["outcome"] == "pending"
 
 
 def test_swap_record_and_its_line():
-    record = o.swap_record(RUNS, "h1", base_server={"ready_seconds": 31.234},
+    record = swap.swap_record(RUNS, "h1", base_server={"ready_seconds": 31.234},
                            server={"ready_seconds": 40.5, "speculative": True},
                            teardown={"release_seconds": 1.234, "killed": 0})
     assert record["outcome"] == "ok" and record["stage"] == "done"
@@ -101,7 +102,7 @@ def test_swap_record_and_its_line():
 
 
 def test_swap_record_without_baseline_or_teardown():
-    record = o.swap_record({"candidate": RUNS["candidate"]}, "h2", base_server=None,
+    record = swap.swap_record({"candidate": RUNS["candidate"]}, "h2", base_server=None,
                            server={"ready_seconds": 9}, teardown=None)
     assert record["baseline_tok_s"] is None and record["release_seconds"] is None
     assert record["line"] == (
@@ -110,15 +111,15 @@ def test_swap_record_without_baseline_or_teardown():
 
 
 def test_swap_failure_adds_the_server_left_and_the_line():
-    record = o.swap_failure(dict(failure("eagle"), reason="Wait until ready: crashed"),
+    record = swap.swap_failure(dict(failure("eagle"), reason="Wait until ready: crashed"),
                             {"changed": False}, {"speculative": True})
-    assert record["server_left"] == o.SERVER_MAYBE_NONE
+    assert record["server_left"] == swap.SERVER_MAYBE_NONE
     assert record["line"] == ("h1: FAILED at stage eagle: Wait until ready: crashed; server left: "
-                              + o.SERVER_MAYBE_NONE)
+                              + swap.SERVER_MAYBE_NONE)
 
 
 def test_swap_line_of_a_failure_without_server_left():
-    assert o.swap_line({"host": "h", "outcome": "failed", "stage": "base", "reason": "T: m"}) \
+    assert host_lines.swap_line({"host": "h", "outcome": "failed", "stage": "base", "reason": "T: m"}) \
         == "h: FAILED at stage base: T: m"
 
 
@@ -126,20 +127,20 @@ def test_swap_line_of_a_failure_without_server_left():
 
 def test_base_line():
     server = {"base_url": "http://127.0.0.2:30000", "relaunched": True, "ready_seconds": 12.0}
-    assert o.base_line("h", server, {"release_seconds": 2.5}, {"summary": {"peak_tok_s": 99.96}}) == (
+    assert host_lines.base_line("h", server, {"release_seconds": 2.5}, {"summary": {"peak_tok_s": 99.96}}) == (
         "h: ok, base server at http://127.0.0.2:30000 relaunched, ready in 12.00 s; "
         "the previous server's teardown took 2.50 s; peak 100.0 tok/s")
     kept = dict(server, relaunched=False)
-    assert o.base_line("h", kept, {"release_seconds": 2.5}, None) == \
+    assert host_lines.base_line("h", kept, {"release_seconds": 2.5}, None) == \
         "h: ok, base server at http://127.0.0.2:30000 kept running (already the base server)"
 
 
 def test_bench_line():
     run = {"summary": {"single_stream_tok_s": None, "peak_tok_s": 10, "peak_concurrency": 4,
                        "accept_length": 1.5, "failed": 0}}
-    assert o.bench_line("h", "http://u", run) == \
+    assert host_lines.bench_line("h", "http://u", run) == \
         "h: ok, http://u: single-stream - tok/s, peak 10.0 tok/s at 4, accept length 1.50, 0 failed requests"
-    assert o.bench_line("h", "http://u", error=" refused\n") == "h: FAILED, http://u: refused"
+    assert host_lines.bench_line("h", "http://u", error=" refused\n") == "h: FAILED, http://u: refused"
 
 
 @pytest.mark.parametrize("workload, accept, warned", [
@@ -154,18 +155,18 @@ def test_bench_line_warns_of_acceptance_on_random_prompts(workload, accept, warn
     run = {"levels": [{"concurrency": 1}], "summary": summary}
     if workload is not None:
         run["workload"] = workload
-    line = o.bench_line("h", "http://u", run)
+    line = host_lines.bench_line("h", "http://u", run)
     assert line.startswith("h: ok, http://u: single-stream 9.0 tok/s")
     assert line.endswith("; " + wl.RANDOM_LINE) is warned
 
 
 def test_launch_and_teardown_lines():
     # scripts/demo.sh reads "relaunched, ready after S s".
-    assert o.launch_line("h", {"base_url": "http://a", "relaunched": True, "ready_seconds": 3}) \
+    assert host_lines.launch_line("h", {"base_url": "http://a", "relaunched": True, "ready_seconds": 3}) \
         == "h: http://a relaunched, ready after 3.00 s"
-    assert o.launch_line("h", {"base_url": "http://a", "relaunched": False}) \
+    assert host_lines.launch_line("h", {"base_url": "http://a", "relaunched": False}) \
         == "h: http://a kept running (healthy, same configuration)"
-    assert o.teardown_line("h", {"stopped": True, "release_seconds": 0.5, "killed": 2}, "sglang-30000") == (
+    assert host_lines.teardown_line("h", {"stopped": True, "release_seconds": 0.5, "killed": 2}, "sglang-30000") == (
         "h: stopped sglang-30000 (was running: True); GPUs verified free after 0.50 s, "
         "2 processes signalled by the release")
 
@@ -175,7 +176,7 @@ def test_launch_and_teardown_lines():
 def test_teardown_line_names_the_processes_vllm_server_killed():
     teardown = {"stopped": False, "release_seconds": 0.25, "killed": 3,
                 "killed_titles": ["VLLM::EngineCore", "VLLM::Worker_TP0", "/opt/vllm/bin/python -m x"]}
-    assert o.teardown_line("h", teardown, "vllm-8000") == (
+    assert host_lines.teardown_line("h", teardown, "vllm-8000") == (
         "h: stopped vllm-8000 (was running: False); GPUs verified free after 0.25 s, 3 processes signalled "
         "by the release (VLLM::EngineCore, VLLM::Worker_TP0, python -m x)")
 
@@ -183,8 +184,8 @@ def test_teardown_line_names_the_processes_vllm_server_killed():
 # --- engine_settings: the playbooks' engine, checked once --------------------------------------
 
 def test_engine_settings_default_sglang():
-    spec = o.engine_settings("")
-    assert spec == o.engine_settings("sglang")
+    spec = es.engine_settings("")
+    assert spec == es.engine_settings("sglang")
     assert (spec["name"], spec["title"], spec["role"]) == ("sglang", "SGLang", "gpufleet.serving.sglang_server")
     assert (spec["result_fact"], spec["teardown_fact"]) == ("sglang_server_result", "sglang_server_teardown")
     assert (spec["label"], spec["eagle_label"]) == ("sglang", "sglang+eagle3")
@@ -192,19 +193,19 @@ def test_engine_settings_default_sglang():
 
 
 def test_engine_settings_vllm_with_the_servers_variables():
-    spec = o.engine_settings("vllm", "10.0.0.5", "8100")
+    spec = es.engine_settings("vllm", "10.0.0.5", "8100")
     assert (spec["role"], spec["vars_prefix"]) == ("gpufleet.serving.vllm_server", "vllm_server_")
     assert (spec["result_fact"], spec["eagle_label"]) == ("vllm_server_result", "vllm+eagle3")
     assert (spec["url"], spec["instance"]) == ("http://10.0.0.5:8100", "vllm-8100")
-    assert o.engine_settings("vllm")["url"] == "http://127.0.0.1:8000"  # the role's default port
-    assert o.engine_settings("vllm", "::1", 8000, "mine")["url"] == "http://[::1]:8000"
-    assert o.engine_settings("vllm", instance="mine")["instance"] == "mine"
+    assert es.engine_settings("vllm")["url"] == "http://127.0.0.1:8000"  # the role's default port
+    assert es.engine_settings("vllm", "::1", 8000, "mine")["url"] == "http://[::1]:8000"
+    assert es.engine_settings("vllm", instance="mine")["instance"] == "mine"
 
 
 @pytest.mark.parametrize("name", ["tgi", "SGLang", "any"])
 def test_engine_settings_refuses_another_engine(name):
     with pytest.raises(ValueError, match="engine must be one of %s, not '%s'" % (", ".join(sorted(registry.names())), name)):
-        o.engine_settings(name)
+        es.engine_settings(name)
 
 
 def test_engine_settings_filter_raises_the_filter_error():
@@ -218,13 +219,13 @@ def test_engine_settings_filter_raises_the_filter_error():
 def test_report_lines_and_not_ok():
     results = [{"host": "b", "outcome": "failed", "line": "b: FAILED"}, {"host": "a", "outcome": "ok", "line": "a: ok"}]
     report = {"json_path": "/r/benchmark.json", "markdown_path": "/r/benchmark.md", "plot_path": None}
-    assert o.report_lines(results, ["c"], report=report, summary_file="/r/swap_summary.json") == [
+    assert closing.report_lines(results, ["c"], report=report, summary_file="/r/swap_summary.json") == [
         "report: /r/benchmark.json, /r/benchmark.md", "summary: /r/swap_summary.json",
-        "a: ok", "b: FAILED", "c: " + o.NO_RESULT]
-    assert o.report_lines(results, [], report={})[0] == "report: none (no host completed)"
-    assert o.report_lines(results, [])[0] == "a: ok"
-    assert o.not_ok(results, ["c"]) == ["b", "c"]
-    assert o.not_ok([{"host": "a", "outcome": "clean"}], [], ok="clean") == []
+        "a: ok", "b: FAILED", "c: " + closing.NO_RESULT]
+    assert closing.report_lines(results, [], report={})[0] == "report: none (no host completed)"
+    assert closing.report_lines(results, [])[0] == "a: ok"
+    assert closing.not_ok(results, ["c"]) == ["b", "c"]
+    assert closing.not_ok([{"host": "a", "outcome": "clean"}], [], ok="clean") == []
 
 
 # --- reset.yml ---------------------------------------------------------------------------
@@ -239,7 +240,7 @@ RELEASE = {
 
 
 def test_reset_summary_of_a_clean_host():
-    r = o.reset_summary(RELEASE, "h1")
+    r = reset.reset_summary(RELEASE, "h1")
     assert r["outcome"] == "clean" and r["reason"] == ""
     assert (r["killed"], r["sigkilled"], r["gpus_selected"], r["gpus_free"]) == (2, 1, 2, 2)
     assert r["protected_holders"] == ["nvidia-persistenced"]
@@ -254,16 +255,16 @@ def test_reset_summary_drops_the_interpreters_directory():
     # What was killed must survive the cut, however deep the interpreter lives.
     cmd = "/" + "d/" * 40 + "python3 -c from multiprocessing.resource_tracker import main;main(7)"
     release = dict(RELEASE, killed=[{"cmdline": cmd, "signals": ["SIGKILL"]}])
-    (line,) = o.reset_summary(release, "h1")["killed_commands"]
+    (line,) = reset.reset_summary(release, "h1")["killed_commands"]
     assert line == "python3 -c from multiprocessing.resource_tracker import main;main(7)"
-    assert o.reset_summary(dict(RELEASE, killed=[{"cmdline": "/" + "d/" * 60 + "x"}]), "h1")["killed_commands"] == ["x"]
+    assert reset.reset_summary(dict(RELEASE, killed=[{"cmdline": "/" + "d/" * 60 + "x"}]), "h1")["killed_commands"] == ["x"]
 
 
 def test_reset_summary_of_a_dirty_host_takes_the_failed_release():
     failed = dict(RELEASE, failed=True, msg="GPU 1: 2048 MiB used\n",
                   gpus=[{"index": 0, "free": True}, {"index": 1, "free": False}, {"index": 2}],
                   failed_to_kill=[{"cmdline": "stuck"}, {}])
-    r = o.reset_summary(failed, "h2", failure=failed)
+    r = reset.reset_summary(failed, "h2", failure=failed)
     assert r["outcome"] == "dirty" and r["reason"] == "GPU 1: 2048 MiB used"
     assert r["gpus_used"] == [1] and r["gpus_free"] == 1 and r["gpus_selected"] == 3
     assert r["failed_to_kill"] == ["stuck", "?"]
@@ -271,17 +272,17 @@ def test_reset_summary_of_a_dirty_host_takes_the_failed_release():
 
 def test_reset_summary_of_an_unreachable_host():
     lost = {"unreachable": True, "msg": "ssh: refused"}
-    r = o.reset_summary(lost, "h3", failure={"failed": True, "msg": "unreachable: ssh: refused"}, unreachable=True)
+    r = reset.reset_summary(lost, "h3", failure={"failed": True, "msg": "unreachable: ssh: refused"}, unreachable=True)
     assert r["outcome"] == "unreachable" and r["reason"] == "unreachable: ssh: refused"
     assert (r["killed"], r["gpus_selected"], r["seconds"]) == (0, 0, None)
-    assert o.reset_summary({}, "h4", failure={"unreachable": True, "msg": "x"})["outcome"] == "unreachable"
+    assert reset.reset_summary({}, "h4", failure={"unreachable": True, "msg": "x"})["outcome"] == "unreachable"
 
 
 def test_reset_table():
-    clean = o.reset_summary(RELEASE, "h1")
+    clean = reset.reset_summary(RELEASE, "h1")
     dirty = dict(clean, host="h0", outcome="dirty", reason="GPU 3 busy", gpus_selected=0, seconds=None)
-    lines = o.reset_table([clean, dirty], ["h9"])
-    assert lines[0] == o.RESET_HEADER
+    lines = reset.reset_table([clean, dirty], ["h9"])
+    assert lines[0] == reset.RESET_HEADER
     assert lines[1] == "%-14s %-11s %8s %9s %8s  %s" % ("h0", "dirty", 2, "-", "-", "GPU 3 busy")
     row = ("h1", "clean", 2, "2/2", "1.50", "SIGKILL: 1; protected: nvidia-persistenced")
     assert lines[2] == "%-14s %-11s %8s %9s %8s  %s" % row
@@ -333,14 +334,14 @@ def test_swap_step_failure_names_the_stage_as_the_swap_does(step, stage, swap_st
     assert got == {"host": "h1", "outcome": "failed", "stage": swap_stage, "unreachable": True,
                    "reason": "Wait until ready: crashed"}
     # The stage decides the server left: nothing was stopped before the EAGLE-3 launch.
-    assert o.swap_failure(got)["server_left"] == o.SERVER_LOST
-    assert o.swap_failure(dict(got, unreachable=False), {"rc": 0})["rollback_needed"] is (step == "candidate")
+    assert swap.swap_failure(got)["server_left"] == swap.SERVER_LOST
+    assert swap.swap_failure(dict(got, unreachable=False), {"rc": 0})["rollback_needed"] is (step == "candidate")
 
 
 def test_swap_step_failure_without_a_failed_step_is_the_rescue_s_failure():
     records = [{"variant": "baseline", "outcome": "ok"}, {"variant": "candidate", "outcome": "ok"}]
-    assert o.swap_step_failure(records, failure("gates")) == failure("gates")
-    assert o.swap_step_failure([], None) is None
+    assert swap.swap_step_failure(records, failure("gates")) == failure("gates")
+    assert swap.swap_step_failure([], None) is None
 
 
 def test_experiment_plan_lines_mark_what_runs_and_what_is_recorded():
@@ -379,13 +380,13 @@ def test_swap_gates_on_the_eagle_run_against_the_base_run():
 
 
 def test_swap_rollback_needed_and_done():
-    record = o.swap_failure(failure("gates"), {"rc": 0}, {"speculative": True})
-    assert record["server_left"] == o.SERVER_EAGLE and record["rollback_needed"] is True
-    assert o.swap_failure(failure("baseline"))["rollback_needed"] is False
-    back = o.swap_rolled_back(record, {"ready_seconds": 4.372})
+    record = swap.swap_failure(failure("gates"), {"rc": 0}, {"speculative": True})
+    assert record["server_left"] == swap.SERVER_EAGLE and record["rollback_needed"] is True
+    assert swap.swap_failure(failure("baseline"))["rollback_needed"] is False
+    back = swap.swap_rolled_back(record, {"ready_seconds": 4.372})
     assert back["rolled_back"] is True and back["rollback_needed"] is False
     assert back["line"].endswith("server left: base server (restored, ready in 4.37 s)")
-    failed = o.swap_rolled_back(record, None, "Launch: port busy")
+    failed = swap.swap_rolled_back(record, None, "Launch: port busy")
     assert failed["rolled_back"] is False and "restoring the base server failed (Launch: port busy)" in failed["line"]
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Prometheus parsing, flavor detection and acceptance from counter deltas."""
+"""Prometheus parsing, engine detection and acceptance from counter deltas."""
 
 from __future__ import annotations
 
@@ -81,15 +81,15 @@ def test_server_info_fallback(info, expected):
     assert ba.server_info_acceptance(info, SGLANG.server_info_accept_length) == expected
 
 
-@pytest.mark.parametrize("models, metrics, info, flavor", [
+@pytest.mark.parametrize("models, metrics, info, engine", [
     ({"data": [{"id": "m", "owned_by": "sglang"}]}, "", None, "sglang"),
     ({"data": [{"id": "m", "owned_by": "vllm"}]}, "", None, "vllm"),
     ({"data": [{"id": "m", "owned_by": "me"}]}, "vllm:num_requests_running 0\n", None, "vllm"),
     ({"data": [{"id": "m", "owned_by": "me"}]}, "", {"tp_size": 8, "internal_states": []}, "sglang"),
     (None, "", None, "unknown"),
 ])
-def test_detect_flavor(models, metrics, info, flavor):
-    assert ba.detect_flavor(models, metrics, info) == flavor
+def test_detect_engine(models, metrics, info, engine):
+    assert ba.detect_engine(models, metrics, info) == engine
 
 
 class FakeClient:
@@ -115,7 +115,7 @@ def test_meter_falls_back_to_server_info_without_metrics():
     assert meter.measure(before) == (3.1, "server_info")
 
 
-def test_meter_unknown_flavor_reads_nothing():
+def test_meter_unknown_engine_reads_nothing():
     meter = ba.AcceptanceMeter(FakeClient([]), "unknown")
     assert meter.snapshot() is None and meter.measure(None) == (None, None)
 
@@ -207,6 +207,6 @@ def test_vllm_acceptance_from_a_scraped_page(vllm_root, engines):
     # the per-position counter shares the accepted counter's prefix but is a series of its own
     assert after["vllm:spec_decode_num_accepted_tokens_total"] == 400.0 * len(engines)
     assert after["vllm:spec_decode_num_accepted_tokens_per_pos_total"] == 21.0 * len(engines)
-    assert ba.detect_flavor(None, _vllm_page(vllm_root, after_counts, engines), None) == "vllm"
+    assert ba.detect_engine(None, _vllm_page(vllm_root, after_counts, engines), None) == "vllm"
     assert ba.acceptance(VLLM.accept_length, before, after) == (2.5, "metrics")  # 1 + 150 / 100
     assert ba.acceptance(VLLM.accept_length, after, dict(after)) == (None, "metrics")  # no draft in the span

@@ -17,7 +17,6 @@ import importlib
 import re
 
 import pytest
-import yaml
 from ansible.module_utils.common.arg_spec import ModuleArgumentSpecValidator
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import engine as _engine
@@ -25,6 +24,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
+from tests.support import module_docs
 from tests.support.engines import toyserve_engine
 
 # The test-only engine is held to the same rules: an engine file that passes here is what
@@ -58,7 +58,7 @@ def argument_spec(name, monkeypatch):
 
 
 def documented_options(name):
-    return yaml.safe_load(importlib.import_module(MODULES + name).DOCUMENTATION)["options"]
+    return module_docs.documentation(name)["options"]  # the doc fragments it extends included
 
 
 @pytest.mark.parametrize("engine", ENGINES, ids=IDS)
@@ -130,14 +130,15 @@ def test_metric_names_carry_the_prefix_and_the_probe_parses(engine):
 
 def test_every_engine_is_in_each_list_the_code_derives():
     from ansible_collections.gpufleet.serving.plugins.module_utils._bench import run
-    from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare, compare_plot, outcome
+    from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.engine_settings import engine_settings
+    from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare, compare_plot
     assert list(patterns.ENGINE_PATTERNS) == registry.names()
     assert run.GENERATION_COUNTERS == tuple(e.generated_tokens for e in REGISTERED)
     assert run.REQUEST_COUNTERS == tuple(e.finished_requests for e in REGISTERED)
     assert set(compare.VARIANTS) == set(registry.names()) | {n + "+eagle3" for n in registry.names()}
     assert set(compare_plot.STYLE) == set(compare.VARIANTS)
     for engine in REGISTERED:
-        settings = outcome.engine_settings(engine.name)
+        settings = engine_settings(engine.name)
         assert (settings["title"], settings["url"]) == (engine.title, "http://127.0.0.1:%d" % engine.default_port)
 
 

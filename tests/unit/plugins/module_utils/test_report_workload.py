@@ -11,8 +11,8 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import co
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import swap
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 FILE = {"source": "file", "name": None, "path": "/data/mt.jsonl", "format": "mtbench", "sha256": "ab12",
@@ -93,9 +93,9 @@ def test_random_acceptance_is_warned_about_in_both_reports_and_lines():
     assert "**%s**" % wl.RANDOM_WARNING in rc.render(report)
     lines = rc.host_lines(report)
     assert wl.RANDOM_LINE in lines[1] and wl.RANDOM_LINE not in lines[0]
-    record = outcome.swap_record({"baseline": base, "candidate": eagle}, "gpu01")
+    record = swap.swap_record({"baseline": base, "candidate": eagle}, "gpu01")
     assert record["line"].endswith(wl.RANDOM_LINE)
-    real = outcome.swap_record({"baseline": BASE, "candidate": EAGLE}, "gpu01")
+    real = swap.swap_record({"baseline": BASE, "candidate": EAGLE}, "gpu01")
     assert wl.RANDOM_LINE not in real["line"]
 
 

@@ -95,11 +95,11 @@ def test_vllm_phase(line, phase):
     assert log.match_phase(line, "vllm") == phase
 
 
-def test_startup_complete_without_flavor_is_only_http():
+def test_startup_complete_without_an_engine_is_only_http():
     assert log.match_phase("INFO:     Application startup complete.", None) == "http_server"
 
 
-@pytest.mark.parametrize("line,flavor", [
+@pytest.mark.parametrize("line,engine", [
     ("[2025-12-23 14:18:01] Load weight begin. avail mem=46.81 GB", "sglang"),
     ("[2026-06-08 07:20:53 TP0] Memory pool end. avail mem=12.05 GB", "sglang"),
     ("(EngineCore_DP0 pid=441) INFO 11-24 11:43:54 [gpu_model_runner.py:3341] Model loading took 2.0513 GiB", "vllm"),
@@ -108,8 +108,8 @@ def test_startup_complete_without_flavor_is_only_http():
     ("[2026-12-03 05:00:01 TP0] Init parallel begin.", "sglang"),
     ("Loading safetensors checkpoint shards: 100% Completed | 9/9 [00:29<00:00,  3.28s/it]", None),
 ])
-def test_detect_flavor(line, flavor):
-    assert log.flavor_of_line(line) == flavor
+def test_engine_of_line(line, engine):
+    assert log.engine_of_line(line) == engine
 
 
 CAUSE_LINES = [
@@ -202,14 +202,14 @@ def test_state_records_first_of_each_phase_with_offsets():
     assert [p["name"] for p in state.phases] == ["loading_weights", "weights_loaded", "cuda_graph"]
     assert [p["log_offset"] for p in state.phases] == [0.0, 20.0, 22.0]
     assert [p["at"] for p in state.phases] == [0.0, 2.0, 3.0]
-    assert state.flavor == "sglang"
+    assert state.engine == "sglang"
     assert state.phase == "cuda_graph"
     assert state.causes == {"oom": lines[4]}
     assert list(state.tail) == lines[2:]
 
 
 def test_state_phase_is_latest_by_startup_order():
-    state = log.LogState(flavor="sglang")
+    state = log.LogState(engine="sglang")
     state.feed("[2025-10-16 09:06:22 TP0] Capture cuda graph begin.", 1.0)
     state.feed("[2025-10-16 09:06:22 TP1] Load weight end. type=X", 1.0)  # a slower rank
     assert state.phase == "cuda_graph"

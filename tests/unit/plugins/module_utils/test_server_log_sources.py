@@ -154,11 +154,11 @@ def test_sglang_port_check_renders_names_as_the_rule_expects():
     assert log.match_cause(f"Port is already in use. {dist_init_port=} port_base=30002") == "ports_held"
 
 
-def test_sglang_flavor_marker_of_the_server_args_line():
+def test_sglang_engine_marker_of_the_server_args_line():
     root, _version = sources("sglang")
     (text,) = set(emitted(root / "srt/entrypoints/engine.py", "server_args=",
                           {"_server_args_for_logging(server_args)": "{'model_path': '/m'}"}))
-    assert log.flavor_of_line("[2026-12-03 05:00:00] " + text) == "sglang"
+    assert log.engine_of_line("[2026-12-03 05:00:00] " + text) == "sglang"
 
 
 def test_real_killall_patterns_are_the_default_kill_set():
@@ -251,17 +251,17 @@ def test_vllm_ready_is_uvicorns_startup_complete():
     assert log.match_phase(line, None) == "http_server"  # in an SGLang log it only means HTTP is up
 
 
-def test_vllm_own_lines_tell_the_flavor():
+def test_vllm_own_lines_tell_the_engine():
     root = vllm_sources()
     (text,) = literals(root / "entrypoints/common/startup.py", "vLLM server version")
-    assert log.flavor_of_line("(APIServer pid=1) INFO 12-03 05:00:00 [startup.py:1] " + text) == "vllm"
+    assert log.engine_of_line("(APIServer pid=1) INFO 12-03 05:00:00 [startup.py:1] " + text) == "vllm"
     (fmt,) = set(literals(root / "logger.py", "(%(vllm_process_name)s", {"envs.VLLM_LOGGING_PREFIX": ""}))
     for name in ("APIServer", "EngineCore_DP0", "Worker_TP3"):
         record = logging.LogRecord("vllm.x", logging.INFO, "x.py", 1, "hello", None, None)
         record.vllm_process_name, record.fileinfo = name, "x.py"
         line = logging.Formatter(fmt, "%m-%d %H:%M:%S").format(record)
         assert line.startswith("(%s pid=%d) INFO " % (name, os.getpid())), line
-        assert log.flavor_of_line(line) == "vllm", line
+        assert log.engine_of_line(line) == "vllm", line
         assert log.parse_timestamp(line) is not None, line
 
 
