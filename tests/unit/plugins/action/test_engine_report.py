@@ -6,16 +6,12 @@ compare_engines.yml's preset offers exactly the variants the report knows."""
 
 from __future__ import annotations
 
-import pathlib
-
 import yaml
 
 from ansible_collections.gpufleet.serving.plugins.action import engine_report as action
 from ansible_collections.gpufleet.serving.plugins.modules import engine_report as doc
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_documented_options_are_the_action_spec():

@@ -1,13 +1,11 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The registry's lists of speculative methods against the pinned wheels' own sources.
-
-vLLM: the strings of the Literal SpeculativeMethod in vllm/config/speculative.py, with the
-Literal aliases it names (EagleModelTypes, MTPModelTypes, ...) followed. SGLang: the members of
-the SpeculativeAlgorithm enum in sglang/srt/speculative/spec_info.py (NONE means no speculative
-decoding) and _RESERVED_ALIASES in sglang/srt/speculative/spec_registry.py. Read with `ast`,
-never imported (tests/support/real_sources.py says where the sources are).
+"""_engines/sglang.py: the registry's list of SGLang speculative methods against the pinned
+wheel's own sources: the members of the SpeculativeAlgorithm enum in
+sglang/srt/speculative/spec_info.py (NONE means no speculative decoding) and _RESERVED_ALIASES in
+sglang/srt/speculative/spec_registry.py. Read with `ast`, never imported
+(tests/support/real_sources.py says where the sources are).
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
-from tests.support.real_sources import sources, vllm_sources
+from tests.support.real_sources import sources
 
 
 def _module(path):
@@ -26,25 +24,6 @@ def _assignments(tree):
     """{name: value node} of the module's top-level assignments."""
     return {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
             for t in node.targets if isinstance(t, ast.Name)}
-
-
-def _literal_strings(node, names):
-    """The strings a Literal[...] node allows, following names of other Literal aliases."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [node.value]
-    if isinstance(node, ast.Name):
-        return _literal_strings(names[node.id], names)
-    if isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == "Literal":
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        return [s for item in items for s in _literal_strings(item, names)]
-    raise AssertionError("not a Literal: %s" % ast.unparse(node))
-
-
-def test_vllm_speculative_methods_are_the_wheels_speculative_method_literal():
-    names = _assignments(_module(vllm_sources() / "config" / "speculative.py"))
-    real = _literal_strings(names["SpeculativeMethod"], names)
-    assert len(real) == len(set(real)) > 10
-    assert sorted(registry.get("vllm").speculative_methods) == sorted(real)
 
 
 def test_sglang_speculative_algorithms_are_the_wheels_enum_and_aliases():

@@ -22,7 +22,6 @@ import typing
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Conversation
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.builtin import BUILTIN
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.formats import load_file
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.items import WorkloadError
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.sample import choose, load_workload
@@ -115,20 +114,6 @@ def test_vllm_custom_needs_prompt_and_shuffles_every_line(tmp_path):
     bad = _jsonl(tmp_path / "bad.jsonl", [{"messages": [{"role": "user", "content": "x"}]}])
     with pytest.raises(WorkloadError, match=r"bad.jsonl line 1: a vllm-custom line needs `prompt`"):
         choose(load_file(bad, "vllm-custom"), seed=0)
-
-
-def test_sample_and_seed_fix_the_items_and_their_order():
-    spec = {"source": "builtin", "sample": 20}
-    one, two, other = (load_workload(spec, 11), load_workload(spec, 11), load_workload(spec, 12))
-    assert [i.ref for i in one.items] == [i.ref for i in two.items]
-    assert [i.ref for i in one.items] != [i.ref for i in other.items]
-    assert one.info["sample"] == 20 and one.info["sha256"] == two.info["sha256"]
-    assert one.items_for(3, 2) == one.items[3:5] + one.items[:3]
-
-
-def test_builtin_set_has_eight_categories_of_ten_with_multi_turn_items():
-    assert len(BUILTIN) >= 8 and all(len(prompts) >= 10 for prompts in BUILTIN.values())
-    assert all(any(not isinstance(p, str) for p in prompts) for prompts in BUILTIN.values())
 
 
 def test_second_turn_request_carries_the_first_answer():
