@@ -1,22 +1,16 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Markdown numbers and ratios, the PNG, the files and matplotlib's absence."""
+"""_report/markdown.py: the swap report's numbers and ratios, latency tables and significance in words
+(its PNG: test_plot.py; its files: test_files.py)."""
 
 from __future__ import annotations
-
-import builtins
-import json
-import pathlib
 
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats import combine
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp
 
 
 def lv(c, tps, p50, p99, accept=None):
@@ -54,47 +48,6 @@ def test_markdown_summary_and_level_tables():
     assert "![throughput against concurrency](benchmark.png)" in md
 
 
-def test_png_is_a_real_image():
-    png = rp.render_png(rm.merge(RESULTS))
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(png) > 20000
-    assert png == rp.render_png(rm.merge(RESULTS))  # same input, same bytes
-
-
-def test_files_written_then_unchanged(tmp_path):
-    out = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c")
-    assert out["changed"]
-    assert json.loads(pathlib.Path(out["json_path"]).read_text())["fleet"]["baseline"]["peak_tok_s"] == 4750.0
-    assert pathlib.Path(out["markdown_path"]).read_text() == out["markdown"]
-    assert pathlib.Path(out["plot_path"]).read_bytes()[:4] == b"\x89PNG"
-    again = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c")
-    assert not again["changed"]
-
-
-def test_check_mode_writes_nothing(tmp_path):
-    out = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c", check_mode=True)
-    assert out["changed"] and not (tmp_path / "r").exists()
-
-
-def test_without_matplotlib_no_png_and_a_note(tmp_path, monkeypatch):
-    real_import = builtins.__import__
-
-    def no_matplotlib(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError("No module named 'matplotlib'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    with pytest.raises(MissingLibrary):
-        rp.render_png(rm.merge(RESULTS))
-    out = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c")
-    assert out["plot_path"] is None
-    assert not list((tmp_path / "r").glob("*.png"))
-    assert any("matplotlib is not installed" in n for n in out["notes"])
-    assert "matplotlib is not installed" in out["markdown"]
-    assert "![" not in out["markdown"]
-
-
 def full_lv(c, tps, rate=None, estimated=False):
     def q(p50, p99):
         return {"mean": p50, "p50": p50, "p90": p99, "p99": p99}
@@ -115,17 +68,6 @@ def test_latency_table_has_every_figure_and_marks_estimates():
     assert table_rows(md, "8")[-1][8] == "~14.0 / ~30.0"  # ITL estimate
     # an open-loop level is named by its rate and cap, not merged with a closed one
     assert table_rows(md, "2 req/s (max 4)")[-1][:3] == ["2 req/s (max 4)", "eagle", "200.0"]
-
-
-def test_plot_series_by_concurrency_or_by_rate():
-    closed = rm.merge({"h": {"baseline": {"levels": [full_lv(1, 60.0), full_lv(8, 400.0)]}}})
-    assert not rp._by_rate(closed)
-    side = closed["hosts"]["h"]["baseline"]
-    assert rp._series(side, "tpot_p99_ms") == ([1, 8], [18.0, 18.0])
-    opened = rm.merge({"h": {"baseline": {"levels": [full_lv(4, 60.0, rate=1.0), full_lv(4, 90.0, rate=2.0)]}}})
-    assert rp._by_rate(opened)
-    assert rp._series(opened["hosts"]["h"]["baseline"], by_rate=True) == ([1.0, 2.0], [60.0, 90.0])
-    assert rp.render_png(opened)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def repeated(c, runs, accept=None):
