@@ -25,6 +25,8 @@ MIRRORED = ("module_utils", "plugin_utils", "modules", "action", "filter", "look
 
 # Sources without a unit test file of their own, each with the reason. Keep it short.
 EXCEPTIONS = {
+    "plugin_utils/_report/outcome.py": "being split by what it decides (issue 34, item 3): each new file gets its "
+                                       "test file; until then its cases are in filter/test_fleet.py",
 }
 
 
@@ -42,20 +44,20 @@ def sources(root=PLUGINS):
     return out
 
 
-def tests_under(root=TESTS):
+def files_under(root=TESTS):
     return {p.relative_to(root) for p in root.rglob("test_*.py") if "__pycache__" not in p.parts}
 
 
 def missing_tests(plugins=PLUGINS, tests=TESTS, exceptions=EXCEPTIONS):
     """Sources with no test file and no entry in `exceptions`."""
-    have = tests_under(tests)
+    have = files_under(tests)
     return sorted(str(s) for s in sources(plugins) if mirror_path(s) not in have and str(s) not in exceptions)
 
 
 def orphan_tests(plugins=PLUGINS, tests=TESTS):
     """Test files that name no source."""
     wanted = {mirror_path(s) for s in sources(plugins)}
-    return sorted(str(t) for t in tests_under(tests) if t not in wanted)
+    return sorted(str(t) for t in files_under(tests) if t not in wanted)
 
 
 def test_every_source_has_its_test_file():
@@ -65,12 +67,12 @@ def test_every_source_has_its_test_file():
 
 def test_every_test_file_names_a_source():
     orphans = orphan_tests()
-    assert not orphans, ("tests/unit/plugins/%s test no plugins/ file of that path and name: move them "
-                         "beside the test of the source they test (or name them after it)" % orphans)
+    assert not orphans, ("these test files under tests/unit/plugins/ name no plugins/ file of the same path: %s; "
+                         "join them to the test file of the source they test" % orphans)
 
 
 def test_the_exceptions_are_real_sources_still_without_a_test():
-    have = tests_under()
+    have = files_under()
     stale = sorted(s for s in EXCEPTIONS if pathlib.Path(s) not in sources() or mirror_path(pathlib.Path(s)) in have)
     assert not stale, "remove these from EXCEPTIONS (gone, or tested now): %s" % stale
 
