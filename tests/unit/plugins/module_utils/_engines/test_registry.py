@@ -6,7 +6,7 @@ engine choices from it; the old `flavor` option keeps working, deprecated.
 
 The command lines the speculative settings compose are parsed by the engines' own parsers
 in tests/sim/test_argv_corpus.py (real SGLang) and tests/sim/test_vllm_argv_corpus.py
-(vLLM's flag set); tests/unit/plugins/module_utils/test_server_log_sources.py checks the log
+(vLLM's flag set); tests/unit/plugins/module_utils/_server/test_log.py checks the log
 rules and the kill set against the wheels.
 """
 
