@@ -4,8 +4,9 @@
 """Processes a test session leaves behind: what tests/conftest.py fails the session on.
 
 Two places are looked at: the descendants of the pytest process, and every process in a PID
-namespace the tests created (pidns.PidNamespace registers each one and holds it open with a
-file descriptor, so its inode cannot be reused by someone else's namespace meanwhile). The
+namespace the tests created (pidns.PidNamespace and the simulated fleets of
+tests/integration/_fleet_fixtures.py register each one and hold it open with a file descriptor,
+so its inode cannot be reused by someone else's namespace meanwhile). The
 second place finds what the first misses: a namespace's tini whose unshare is gone, or that
 cannot finish exiting because a process outside the namespace (a stopped nsenter) never reaps
 its child. Zombies are not counted: they run nothing and hold nothing but a table entry; the
