@@ -92,7 +92,7 @@ def action_mismatches(name):
     out += ["%s: in the action's spec, not documented" % o for o in sorted(set(real) - set(options))]
     for option in sorted(set(options) & set(real)):
         for key, unset in (("type", "str"), ("required", False), ("default", None), ("elements", None)):
-            if options[option].get(key, unset) != real[option].get(key, unset):
-                out.append("%s: documented %s %r, the action's %r" % (option, key, options[option].get(key, unset),
-                                                                       real[option].get(key, unset)))
+            doc, spec = options[option].get(key, unset), real[option].get(key, unset)
+            if doc != spec:
+                out.append("%s: documented %s %r, the action's %r" % (option, key, doc, spec))
     return out

@@ -48,8 +48,9 @@ def files_under(root=TESTS):
     return {p.relative_to(root) for p in root.rglob("test_*.py") if "__pycache__" not in p.parts}
 
 
-def missing_tests(plugins=PLUGINS, tests=TESTS, exceptions=EXCEPTIONS):
-    """Sources with no test file and no entry in `exceptions`."""
+def missing_tests(plugins=PLUGINS, tests=TESTS, exceptions=None):
+    """Sources with no test file and no entry in `exceptions` (default: EXCEPTIONS)."""
+    exceptions = EXCEPTIONS if exceptions is None else exceptions
     have = files_under(tests)
     return sorted(str(s) for s in sources(plugins) if mirror_path(s) not in have and str(s) not in exceptions)
 

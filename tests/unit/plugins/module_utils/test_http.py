@@ -59,8 +59,8 @@ def url():
 def test_headers_carry_the_agent_accept_and_bearer_token(url):
     client = _http.HttpClient(url, api_key="sk-test", user_agent="gf-agent")
     headers = client.get_json("/headers")
-    assert (headers["User-Agent"], headers["Accept"], headers["Authorization"]) == ("gf-agent", "application/json",
-                                                                                     "Bearer sk-test")
+    sent = (headers["User-Agent"], headers["Accept"], headers["Authorization"])
+    assert sent == ("gf-agent", "application/json", "Bearer sk-test")
     assert "Authorization" not in _http.HttpClient(url).get_json("headers")
     assert _http.request_headers() == {"User-Agent": "gpufleet.serving"}
 

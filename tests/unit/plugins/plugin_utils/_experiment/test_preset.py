@@ -32,8 +32,8 @@ def test_the_compare_experiment_keeps_the_order_and_refuses_unknown_labels():
 
 def test_the_swap_experiment_is_baseline_then_candidate_of_one_engine():
     exp = preset.swap_experiment(registry.names()[1])
-    assert [(v["name"], v["engine"]) for v in exp["variants"]] == [("baseline", registry.names()[1]),
-                                                                    ("candidate", registry.names()[1])]
+    engine = registry.names()[1]
+    assert [(v["name"], v["engine"]) for v in exp["variants"]] == [("baseline", engine), ("candidate", engine)]
     assert exp["reference"] == "baseline" and exp["variants"][1]["speculative"]
     alone = preset.swap_experiment(baseline=False)
     assert [v["name"] for v in alone["variants"]] == ["candidate"] and alone["reference"] == "candidate"

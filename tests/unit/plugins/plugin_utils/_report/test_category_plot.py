@@ -25,7 +25,7 @@ def test_a_panel_only_with_a_category_table():
 def test_bars_per_category_labelled_with_the_accept_length():
     ax = Figure().add_subplot()
     category_plot.draw(ax, {"h1": TABLE}, titles={"base": "baseline", "eagle": "candidate"})
-    bars = [p for p in ax.patches]
+    bars = list(ax.patches)
     assert sorted(round(b.get_height(), 2) for b in bars) == [1.2, 1.6]  # the reference has no bar
     assert [t.get_text() for t in ax.get_xticklabels()] == ["code", "math"]
     assert sorted(t.get_text() for t in ax.texts) == ["2.50", "3.20"]
