@@ -43,7 +43,8 @@ build/sglang-real/.installed: requirements-sglang.txt requirements-sglang-deps.t
 	touch $@
 
 # Real vLLM's (and uvicorn's, prometheus_client's) Python sources, read by the vLLM cases of the
-# source tests (test_server_log_sources.py, test_bench_accept.py, test_vllm_sim.py's flag copy).
+# source tests (tests/unit/plugins/module_utils/_server/test_log.py, _bench/test_accept.py, _engines/test_vllm.py,
+# test_vllm_sim.py's flag copy).
 # Not part of setup (the demo needs none); `make test` needs it. The wheels are downloaded
 # with --no-deps and only .py files unpacked (about 60 MB).
 setup-vllm: build/vllm-real/.installed

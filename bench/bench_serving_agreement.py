@@ -7,7 +7,7 @@ simulated EAGLE-3 SGLang, and both against the server's own counter.
 
 One file in SGLang's custom format (`conversations`: a user turn and an answer; the texts are
 the collection's built-in set, numbered, no dataset text), one seed: both tools take the same prompts
-in the same order (tests/unit/plugins/module_utils/test_bench_workload.py checks that against
+in the same order (tests/unit/plugins/module_utils/_bench/workload/test_formats.py checks that against
 sample_custom_requests). At each concurrency, N prompts, chat API, a fixed output length with
 ignore_eos:
 

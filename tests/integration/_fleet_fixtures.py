@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from simlib import fleet_proc  # (start-time checked kills, as `fleet down` does)
 
-from tests.support import paths
+from tests.support import leftovers, paths
 from tests.support.polling import holds_within
 
 REPO = Path(paths.REPO)
@@ -52,6 +52,9 @@ class Fleet:
                                str(self.hosts), "--port", str(self.ssh_port), *extra],
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
         assert proc.returncode == 0, "fleet up: %s%s" % (proc.stdout, proc.stderr)
+        # The hosts outlive `fleet up` (init adopts them): the session's end looks in their namespaces.
+        for pid_file in sorted((self.dir / "hosts").glob("*/init.pid")):
+            leftovers.register_namespace(int(pid_file.read_text()))
 
     def down(self):
         proc = subprocess.run([str(PY), str(SIMCTL), "fleet", "down", str(self.dir)],

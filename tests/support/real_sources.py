@@ -8,7 +8,8 @@ $GPUFLEET_REAL_SGLANG / $GPUFLEET_REAL_VLLM (a directory holding `sglang/` or `v
 interpreter, else build/sglang-real (`make setup`) or build/vllm-real (`make setup-vllm`; `make test`
 runs both). Without them the cases skip, unless GPUFLEET_REQUIRE_REAL_SOURCES=1 (tests/run_all.sh,
 so CI) turns the skip into a failure: there, a check against the real wheel never goes quietly.
-Used by test_server_log_sources.py, test_engine_sources.py, test_bench_accept.py and test_vllm_sim.py.
+Used by tests/unit/plugins/module_utils/: _server/test_log.py, _engines/test_sglang.py and
+test_vllm.py, _bench/test_accept.py and _bench/workload/test_formats.py; and tests/sim/test_vllm_sim.py.
 """
 import importlib.metadata
 import os

@@ -73,7 +73,7 @@ class AcceptLength:
 
 @dataclasses.dataclass(frozen=True)
 class Engine:
-    """One inference engine. Every field is required: tests/unit/plugins/module_utils/test_engines.py."""
+    """One inference engine. Every field is required: tests/unit/plugins/module_utils/_engines/test_registry.py."""
     # --- naming -----------------------------------------------------------------------
     name: str                 # the one word: option values, NAME_server role, variant names
     title: str                # as people write it, in reports and messages

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """SGLang, as the collection is tested against it (sglang 0.5.23; source files named beside each fact).
 
-tests/unit/plugins/module_utils/test_server_log_sources.py reads the log format strings and
+tests/unit/plugins/module_utils/_server/test_log.py reads the log format strings and
 the kill set from the installed wheel; tests/sim/test_argv_corpus.py parses the command
 lines with its own parser.
 """
@@ -51,7 +51,7 @@ def check_architectures(archs: list) -> None:
 # name and takes a member of the enum (sglang/srt/speculative/spec_info.py; NONE means none)
 # or an alias in _RESERVED_ALIASES, NEXTN for EAGLE (sglang/srt/speculative/spec_registry.py).
 # A name a plugin registers (SpeculativeAlgorithm.register) is not known here: pass it in
-# speculative_args, which are not checked. tests/unit/plugins/module_utils/test_engine_sources.py
+# speculative_args, which are not checked. tests/unit/plugins/module_utils/_engines/test_sglang.py
 # reads the list from the wheel.
 SPECULATIVE_ALGORITHMS = ("DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM",
                           "NEXTN")

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """vLLM, as the collection is tested against it (vLLM 0.33.0, v1 engine; source files named beside each fact).
 
-tests/unit/plugins/module_utils/test_server_log_sources.py reads the log format strings from
+tests/unit/plugins/module_utils/_server/test_log.py reads the log format strings from
 the unpacked wheel; tests/sim/test_vllm_argv_corpus.py parses the command lines with the
 simulator's copy of its flag set.
 """
@@ -56,7 +56,7 @@ def check_architectures(archs: list) -> None:
 # vllm/config/speculative.py (with EagleModelTypes, MTPModelTypes, NgramGPUTypes,
 # DFlashModelTypes and DSparkModelTypes spelled out), compared as written (a pydantic
 # Literal). The MTP model types other than `mtp` are deprecated there (rewritten to `mtp` with
-# a warning) but still accepted. tests/unit/plugins/module_utils/test_engine_sources.py reads
+# a warning) but still accepted. tests/unit/plugins/module_utils/_engines/test_vllm.py reads
 # the list from the wheel.
 SPECULATIVE_METHODS = (
     "ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3", "extract_hidden_states",

@@ -1,0 +1,24 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_experiment/plan.py: which variants run on which host, from the records of earlier runs."""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import store
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.plan import plan
+
+
+def test_plan_skips_what_is_recorded_and_reruns_what_changed_or_failed(experiment, kit, tmp_path):
+    exp = experiment()
+    kit.save(tmp_path, kit.record(exp, "h1", "base", kit.level(1, 60.0)))
+    kit.save(tmp_path, dict(kit.record(exp, "h1", "eagle/3", kit.level(1, 60.0)), fingerprint="sha256:old"))
+    kit.save(tmp_path, kit.record(exp, "h1", "other", outcome="failed", stage="wait", reason="exited"))
+    out = plan(exp["file"], ["h1"], str(tmp_path))
+    assert out["todo"] == {"h1": ["eagle/3", "other"]} and out["recorded"] == {"h1": ["base"]}
+    assert out["rerun"] == {"h1": ["eagle/3"]} and out["changed"] is False
+    assert out["record_files"]["h1"]["eagle/3"] == store.record_file(tmp_path, "h1", "eagle/3")
+    assert out["lines"] == [
+        "h1: 2 of 3 variants to run: eagle/3 (settings changed since its record: runs again), "
+        "other (recorded as FAILED at stage wait: runs again)",
+        "h1: 1 skipped, recorded with the same settings: base (finished 2026-05-01T10:00:00Z)"]

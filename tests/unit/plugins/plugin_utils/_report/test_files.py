@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_report/files.py: the report's files written, then unchanged; nothing in check mode; without matplotlib no PNG and a note."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import pathlib
+
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp
+
+
+def lv(c, tps, p50, p99, accept=None):
+    return {"concurrency": c, "output_tok_s": tps, "ttft_ms": {"p50": p50, "p99": p99},
+            "accept_length": accept, "completed": 8, "failed": 0}
+
+
+RESULTS = {
+    "gpu01": {"baseline": {"levels": [lv(1, 63.6, 120.0, 130.0), lv(128, 2370.0, 900.0, 2100.0)]},
+              "candidate": {"levels": [lv(1, 95.4, 110.0, 125.0, 3.1), lv(128, 2133.0, 950.0, 2300.0, 2.9)]}},
+    "gpu02": {"baseline": {"levels": [lv(1, 64.0, 121.0, 131.0), lv(128, 2380.0, 910.0, 2110.0)]},
+              "candidate": {"levels": [lv(1, 96.0, 111.0, 126.0, 3.0), lv(128, 2142.0, 951.0, 2301.0, 3.0)]}},
+}
+
+
+def test_files_written_then_unchanged(tmp_path):
+    out = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c")
+    assert out["changed"]
+    assert json.loads(pathlib.Path(out["json_path"]).read_text())["fleet"]["baseline"]["peak_tok_s"] == 4750.0
+    assert pathlib.Path(out["markdown_path"]).read_text() == out["markdown"]
+    assert pathlib.Path(out["plot_path"]).read_bytes()[:4] == b"\x89PNG"
+    again = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c")
+    assert not again["changed"]
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    out = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c", check_mode=True)
+    assert out["changed"] and not (tmp_path / "r").exists()
+
+
+def test_without_matplotlib_no_png_and_a_note(tmp_path, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(MissingLibrary):
+        rp.render_png(rm.merge(RESULTS))
+    out = rf.build_report(RESULTS, str(tmp_path / "r"), "T", "b", "c")
+    assert out["plot_path"] is None
+    assert not list((tmp_path / "r").glob("*.png"))
+    assert any("matplotlib is not installed" in n for n in out["notes"])
+    assert "matplotlib is not installed" in out["markdown"]
+    assert "![" not in out["markdown"]
