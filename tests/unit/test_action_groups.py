@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.serving.plugins.doc_fragments.attributes import ModuleDocFragment
-from tests.support import module_docs
+from tests.support import doc_fragments
 from tests.support.paths import REPO
 
 MODULES = Path(REPO) / "plugins" / "modules"
@@ -42,7 +42,7 @@ def action_groups():
 def documentation(name):
     """The module's DOCUMENTATION with the doc fragments it extends (the gpu group's options come
     from the gpu fragment, the endpoint group's from the endpoint fragment)."""
-    return module_docs.documentation(name)
+    return doc_fragments.documentation(name)
 
 
 def argument_spec(name):

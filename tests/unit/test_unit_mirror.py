@@ -24,10 +24,7 @@ TESTS = REPO / "tests" / "unit" / "plugins"
 MIRRORED = ("module_utils", "plugin_utils", "modules", "action", "filter", "lookup")
 
 # Sources without a unit test file of their own, each with the reason. Keep it short.
-EXCEPTIONS = {
-    "plugin_utils/_report/outcome.py": "being split by what it decides (issue 34, item 3): each new file gets its "
-                                       "test file; until then its cases are in filter/test_fleet.py",
-}
+EXCEPTIONS: dict = {}
 
 
 def mirror_path(source):

@@ -24,7 +24,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import log
-from tests.support import module_docs
+from tests.support import doc_fragments
 from tests.support.engines import toyserve_engine
 
 # The test-only engine is held to the same rules: an engine file that passes here is what
@@ -58,7 +58,7 @@ def argument_spec(name, monkeypatch):
 
 
 def documented_options(name):
-    return module_docs.documentation(name)["options"]  # the doc fragments it extends included
+    return doc_fragments.documentation(name)["options"]  # the doc fragments it extends included
 
 
 @pytest.mark.parametrize("engine", ENGINES, ids=IDS)
