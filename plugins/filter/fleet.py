@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import outcome, variant_lines
 
@@ -84,4 +85,5 @@ class FilterModule:
             "experiment_planned": experiment_planned,
             "compare_experiment": compare_experiment,
             "swap_experiment": swap_experiment,
+            "file_name": file_name,
         }
