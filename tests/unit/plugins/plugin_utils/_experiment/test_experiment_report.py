@@ -85,7 +85,8 @@ def test_a_record_naming_an_unknown_engine_is_refused():
         rcmp.compare({"h1": [rec]}, reference="any name")
 
 
-HOSTILE = ["a|b", "<b>bold</b>", "[l](http://e)", "**x**"]
+# The last but one would be read as a formula by matplotlib, and fail the plot.
+HOSTILE = ["a|b", "<b>bold</b>", "[l](http://e)", "$\\nope$ $x^2$", "**x**"]
 
 
 def test_names_are_shown_as_text_and_kept_exact_in_the_json(kit, tmp_path):
