@@ -24,6 +24,8 @@ import os
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.formats import regular_file_problem
+
 
 def needs_copy(workload):
     return (isinstance(workload, dict) and workload.get("source") == "file" and bool(workload.get("path"))
@@ -71,6 +73,10 @@ class ActionModule(ActionBase):
             except AnsibleError as exc:
                 result.update(failed=True, msg="workload %s: file not found on the controller (%s); set "
                                                "workload.location: host for a file already on the host" % (shown, exc))
+                return result
+            problem = regular_file_problem(os.stat(local))
+            if problem:  # copied, /dev/zero would fill the host's disk up to Ansible's transfer limit
+                result.update(failed=True, msg="workload %s (%s on the controller): %s" % (shown, local, problem))
                 return result
             self._make_tmp_path()
             tmpdir = self._connection._shell.tmpdir

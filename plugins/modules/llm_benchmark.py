@@ -216,7 +216,9 @@ options:
     description:
       - Run each level this many times, one after another, to state the run-to-run spread.
       - With more than one, RV(levels[].output_tok_s) and RV(levels[].accept_length) are the means
-        over the runs, every other figure of the level is the first run's, and RV(levels[].repeats)
+        over the runs; the counts (RV(levels[].requests), RV(levels[].completed), RV(levels[].failed) and
+        the token counts) are the sums over the runs and RV(levels[].errors) holds the error samples of
+        every run, so a failure in any run shows; every other figure of the level is the first run's, and RV(levels[].repeats)
         gives each run's figures and a 95% confidence interval (Student t) of output tok/s, TTFT p50
         and acceptance length.
     type: int
@@ -491,7 +493,8 @@ levels:
       sample: metrics
     repeats:
       description: >-
-        With O(repeats) above 1: C(n), C(runs) (each run's C(output_tok_s), C(ttft_p50_ms), C(accept_length)),
+        With O(repeats) above 1: C(n), C(runs) (each run's C(output_tok_s), C(ttft_p50_ms), C(accept_length),
+        C(completed) and C(failed)),
         and for each of those three figures C(n), C(mean), C(low) and C(high) (the 95% confidence interval,
         Student t; null bounds from one value). Absent with one run.
       type: dict

@@ -235,3 +235,30 @@ def test_an_interrupted_experiment_resumes(request, tmp_path):
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [], report["failures"]
     assert fleet.ssh(1, LEFT).stdout.strip() == ""
+
+
+def test_hostile_variant_names_stay_file_names_and_text(request, tmp_path):
+    """Names are data (issue 37): a variant named with '/..' and one of 222 characters with a '|' run like
+    any other; every file named after them lands in the results directory (on the host: under
+    /var/tmp/gpufleet.serving) as one quoted file name, and the report shows them as text."""
+    fleet = start_fleet(request, tmp_path, 1, 2495)
+    results = tmp_path / "results"
+    path = _on_the_simulator("glm5-tp8-vs-ep8", fleet, tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    escape, long_name = "x/../../../escaped/pwn", "p|" + "a" * 220
+    doc["variants"][0]["name"], doc["variants"][1]["name"] = escape, long_name
+    doc["reference"] = escape
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    run = _run(fleet, path, results)
+    assert run.returncode == 0, run.output[-6000:]
+    report = json.loads((results / "experiment.json").read_text())
+    assert report["failures"] == [] and sorted(report["hosts"]["sim-h1"]) == sorted([escape, long_name])
+    made = {str(p.relative_to(results)) for p in results.rglob("*") if p.is_file()}
+    assert "requests/sim-h1-x%2F..%2F..%2F..%2Fescaped%2Fpwn.jsonl" in made, made
+    assert "records/sim-h1/x%2F..%2F..%2F..%2Fescaped%2Fpwn.json" in made, made
+    assert any(m.startswith("requests/sim-h1-p%7Caaa") and len(os.path.basename(m)) <= 255 for m in made), made
+    assert not (tmp_path / "escaped").exists() and not os.path.exists("/var/escaped")
+    assert fleet.ssh(1, "ls /var/escaped 2>/dev/null || true").stdout.strip() == ""
+    markdown = (results / "experiment.md").read_text()
+    assert "p\\|aaa" in markdown and "| p|aaa" not in markdown
+    assert fleet.ssh(1, LEFT).stdout.strip() == ""

@@ -18,6 +18,7 @@ from typing import Any
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Conversation
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import percentile
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import open_owned
 
 
 def workload_jobs(items: list, api: str, model: str, output_len: int, fixed_output: bool, temperature: float,
@@ -85,10 +86,7 @@ class RecordWriter:
         self.path = os.path.abspath(os.path.expanduser(path)) if path else None
         if self.path:
             try:
-                directory = os.path.dirname(self.path)
-                if not os.path.isdir(directory):
-                    os.makedirs(directory)
-                with open(self.path, "w"):
+                with open_owned(self.path, "w"):
                     pass
             except OSError as exc:  # before any load is sent: fail now, with the reason
                 raise InvalidInput("cannot write request_records %s: %s" % (self.path, exc))
@@ -104,7 +102,7 @@ class RecordWriter:
                     lines.append(json.dumps(request_line(rec, index, lv["concurrency"], lv.get("request_rate"),
                                                          j < warmup, item, turn), sort_keys=True))
         try:
-            with open(self.path, "a", encoding="utf-8") as f:
+            with open_owned(self.path, "a") as f:
                 f.write("".join(line + "\n" for line in lines))
         except OSError as exc:
             raise GpuFleetError("cannot write request_records %s: %s" % (self.path, exc))

@@ -27,6 +27,13 @@ FIGURES = (
 )
 
 
+# The counts of a level that add up over its runs (stats.level_metrics).
+COUNTS = ("requests", "warmup_requests", "completed", "failed", "output_tokens", "counted_output_tokens",
+          "failed_output_tokens", "usage_suspect", "input_tokens")
+# Distinct error samples kept over the runs of a level.
+MAX_ERRORS = 10
+
+
 def t975(df: int) -> float:
     """The two-sided 95% Student t quantile for DF degrees of freedom (the next lower
     tabulated df between table rows: a slightly wider, never narrower, interval)."""
@@ -54,14 +61,25 @@ def interval(values: list) -> dict | None:
 
 def combine(runs: list) -> dict:
     """One level of RUNS (the level's results, in the order run): the first run's figures,
-    with output_tok_s and accept_length replaced by their means over the runs, and
-    `repeats`: each run's figures and the interval of each."""
+    with output_tok_s and accept_length replaced by their means over the runs, the counts
+    (COUNTS: requests, completed, failed, ...) summed over the runs and the error samples of
+    every run, so a failure of any run shows and is gated; and `repeats`: each run's figures,
+    its completed and failed counts, and the interval of each figure."""
     level = dict(runs[0])
-    per_run = [{name: read(lv) for name, read in FIGURES} for lv in runs]
+    per_run = [dict({name: read(lv) for name, read in FIGURES}, completed=lv.get("completed"),
+                    failed=lv.get("failed")) for lv in runs]
     cis = {name: interval([r[name] for r in per_run]) for name, _read in FIGURES}
     for name in ("output_tok_s", "accept_length"):
         if cis[name] is not None:
             level[name] = cis[name]["mean"]
+    for name in COUNTS:
+        if name in level:
+            level[name] = sum(lv.get(name) or 0 for lv in runs)
+    if "errors" in level:
+        errors = []
+        for lv in runs:
+            errors += [e for e in lv.get("errors") or () if e not in errors]
+        level["errors"] = errors[:MAX_ERRORS]
     level["repeats"] = dict(cis, n=len(runs), runs=per_run)
     return level
 

@@ -29,7 +29,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream imp
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.sample import load_workload
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
-from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import open_owned, write_atomic
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, server_root, ssl_context
 
 DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -355,10 +355,7 @@ class LevelProgress:
         self.total = total
         if self.path:
             try:
-                directory = os.path.dirname(self.path)
-                if not os.path.isdir(directory):
-                    os.makedirs(directory)
-                with open(self.path, "w") as f:
+                with open_owned(self.path, "w") as f:
                     f.write("%s llm_benchmark: %d levels\n" % (_now(), total))
             except OSError as exc:  # before any load is sent: fail now, with the reason
                 raise InvalidInput("cannot write progress_file %s: %s" % (self.path, exc))
@@ -366,7 +363,7 @@ class LevelProgress:
     def _line(self, text):
         if self.path:
             try:
-                with open(self.path, "a") as f:
+                with open_owned(self.path, "a") as f:
                     f.write("%s %s\n" % (_now(), text))
             except OSError as exc:
                 raise GpuFleetError("cannot write progress_file %s: %s" % (self.path, exc))

@@ -13,7 +13,9 @@ _report/merge.side_summary, so a gate means what the report's tables show:
   max_tpot_p99_ms        the highest TPOT p99 of any level
   max_failed_requests    failed counted requests, all levels together
 A figure that is missing fails its gate and says why, except the acceptance length of a variant
-without speculative settings, which is not applicable (passes).
+without speculative settings, which is not applicable (passes). A level where nothing completed
+has no figure: a gate on TTFT, TPOT or acceptance fails there, never takes the maximum or the
+mean of the other levels.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge imp
 # Each gate's figure, as the report defines it (docs/playbooks.md shows this table, generated).
 GATE_DOCS = {
     "min_acceptance_length": "the mean acceptance length over the levels, at least this (not applicable to a "
-                             "variant without speculative settings)",
+                             "variant without speculative settings; a level where nothing completed fails it)",
     "min_speedup": "output tok/s divided by the reference's at the same concurrency, at least this: a number "
                    "(every level both ran) or {value: X, levels: [C, ...]}",
-    "max_ttft_p99_ms": "the highest TTFT p99 of any level, in ms, at most this",
-    "max_tpot_p99_ms": "the highest TPOT p99 of any level, in ms, at most this",
-    "max_failed_requests": "failed counted requests, all levels together, at most this",
+    "max_ttft_p99_ms": "the highest TTFT p99 of any level, in ms, at most this (a level where nothing completed "
+                       "fails it)",
+    "max_tpot_p99_ms": "the highest TPOT p99 of any level, in ms, at most this (a level where nothing completed "
+                       "fails it)",
+    "max_failed_requests": "failed counted requests, all levels and all their repeats together, at most this",
 }
 GATE_NAMES = tuple(GATE_DOCS)
 SPEEDUP_KEYS = ("value", "levels")
@@ -92,7 +96,19 @@ def _entry(gate, limit, value, passed, detail, level=None):
             "value": round(value, 3) if _number(value) else value, "passed": bool(passed), "detail": detail}
 
 
+def _nothing_completed(summary, gate, limit, what):
+    """The failing entry of a gate on WHAT when a level completed nothing, or None."""
+    empty = next((r for r in summary["levels"] if r.get("all_failed")), None)
+    if empty is None:
+        return None
+    return _entry(gate, limit, None, False, "nothing completed at concurrency %s (%s failed), so no %s there"
+                  % (empty["concurrency"], empty.get("failed"), what))
+
+
 def _worst(summary, key, gate, limit, what):
+    empty = _nothing_completed(summary, gate, limit, what)
+    if empty:
+        return empty
     rows = [r for r in summary["levels"] if r.get(key) is not None]
     if not rows:
         return _entry(gate, limit, None, False, "no %s figure in the benchmark result" % what)
@@ -134,6 +150,8 @@ def evaluate(variant_record, reference_record, gates, reference_name="the refere
             outcome = (variant_record or {}).get("outcome") or "no record"
             out.append(_entry(gate, limit if _number(limit) else limit.get("value"), None, False,
                               "no benchmark result (%s)" % outcome))
+        elif gate == "min_acceptance_length" and _nothing_completed(summary, gate, limit, "acceptance length"):
+            out.append(_nothing_completed(summary, gate, limit, "acceptance length"))
         elif gate == "min_acceptance_length":
             value = summary["accept_length"]
             out.append(_entry(gate, limit, value, value is not None and value >= limit,

@@ -38,6 +38,9 @@ FROM_DRAFTER_ROLE = "eagle_drafter"
 # or eagle_drafter); `role` plans the stop and stops it.
 VARIANT_FIELDS = ("name", "engine", "role", "launch_role", "vars_prefix", "server", "speculative", "env",
                   "benchmark", "gates", "matrix_values", "fingerprint")
+# No confirmation runs more variants than this: each is a launch, a wait and a benchmark, and a
+# small file can name 10^8 of them (eight axes of ten values).
+MAX_VARIANTS_EVER = 10000
 
 
 def _nearest(word, choices):
@@ -214,6 +217,29 @@ def _variants(src, path, raw, top_bench, top_gates):
     return out
 
 
+def _count(raw):
+    """How many variants the items of `variants` stand for, from the matrices' list lengths alone
+    (before any variant is built, so a 10^8 matrix costs a multiplication, not the memory)."""
+    total = 0
+    for item in raw:
+        axes = item.get("matrix") if isinstance(item, dict) else None
+        size = 1
+        for values in (axes.values() if isinstance(axes, dict) else ()):
+            size *= len(values) if isinstance(values, list) and values else 1
+        total += size
+    return total
+
+
+def _check_count(src, count, limit, confirmed):
+    if count > limit and not confirmed:
+        raise src.error(("variants",), "%d variants after the matrices, more than max_variants (%d); set "
+                        "confirm_large: true (or run with confirm) to run them all, or raise max_variants"
+                        % (count, limit))
+    if count > MAX_VARIANTS_EVER:
+        raise src.error(("variants",), "%d variants after the matrices, more than %d, which no confirmation "
+                        "runs; split the experiment or shorten the matrices' lists" % (count, MAX_VARIANTS_EVER))
+
+
 def fingerprint(variant):
     own = {k: variant[k] for k in ("engine", "server", "speculative", "env", "benchmark")}
     return "sha256:" + hashlib.sha256(json.dumps(own, sort_keys=True).encode("utf-8")).hexdigest()
@@ -277,6 +303,7 @@ def load(path, hosts, max_variants_default=32, confirm=False):
     raw = data.get("variants")
     if not isinstance(raw, list) or not raw:
         raise src.error(("variants",), "variants must be a non-empty list of variants (name, engine, server)")
+    _check_count(src, _count(raw), limit, confirm_large or confirm)
     variants, paths = [], {}
     for i, item in enumerate(raw):
         for vpath, variant in _variants(src, ("variants", i), item, top_bench, top_gates):
@@ -285,10 +312,6 @@ def load(path, hosts, max_variants_default=32, confirm=False):
                                 "name" % (variant["name"], src.where(paths[variant["name"]])))
             paths[variant["name"]] = vpath
             variants.append(variant)
-    if len(variants) > limit and not (confirm_large or confirm):
-        raise src.error(("variants",), "%d variants after the matrices, more than max_variants (%d); set "
-                        "confirm_large: true (or run with confirm) to run them all, or raise max_variants"
-                        % (len(variants), limit))
     if "reference" not in data:
         raise src.error((), "reference is missing: name the variant the others are compared with (one of %s)"
                         % ", ".join(paths))

@@ -4,9 +4,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What a run of an experiment file will do on each host, given what is recorded already.
 
-A variant is skipped when its record has the current fingerprint and outcome ok. It runs again
-when it was recorded with other settings (`rerun`) or recorded as not completed (a failed or
-skipped variant is retried, so a crash or a lost host costs one variant, not the experiment).
+A variant is skipped when its record has the current fingerprint, outcome ok and a complete
+measurement (benchmark levels). It runs again when it was recorded with other settings (`rerun`),
+recorded as not completed (a failed or skipped variant is retried, so a crash or a lost host costs
+one variant, not the experiment), or recorded ok without a measurement (the report would show
+nothing for it).
 """
 
 from __future__ import annotations
@@ -15,7 +17,16 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment impor
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.load import load
 
 
+def measured(record):
+    """Whether RECORD holds a complete measurement: a benchmark result with its levels."""
+    bench = record.get("bench")
+    return (isinstance(bench, dict) and not bench.get("failed") and isinstance(bench.get("levels"), list)
+            and bool(bench["levels"]) and all(isinstance(lv, dict) for lv in bench["levels"]))
+
+
 def _why_again(record):
+    if record.get("outcome") == "ok":
+        return "recorded as ok without a benchmark measurement: runs again"
     return "recorded as %s at stage %s: runs again" % (str(record.get("outcome") or "failed").upper(),
                                                        record.get("stage") or "?")
 
@@ -53,7 +64,7 @@ def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False,
     out = dict(experiment, todo={}, recorded={}, rerun={}, record_files={}, results_dir=str(results_dir))
     for host, names in experiment["assignments"].items():
         same = found["recorded"].get(host, {})
-        done = {n: r for n, r in same.items() if r.get("outcome") == "ok"}
+        done = {n: r for n, r in same.items() if r.get("outcome") == "ok" and measured(r)}
         retry = {n: _why_again(r) for n, r in same.items() if n not in done}
         stale = found["stale"].get(host, {})
         out["todo"][host] = [n for n in names if n not in done]

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment impor
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as _compare
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as md
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare_plot import render_png
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape import md_text
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.files import write_report
 
 BASENAME = "experiment"
@@ -106,15 +107,16 @@ def render_gates(rows):
         return ["## Gates", "", "No gates (or no completed variant to gate).", ""]
     out = ["## Gates", "", GATES_HEAD, GATES_SEP]
     for r in rows:
-        cells = (r["host"], r["variant"], r["gate"], _limit(r), _value(r["value"]),
-                 "pass" if r["passed"] else "**FAIL**", r["detail"])
+        cells = (md_text(r["host"]), md_text(r["variant"]), r["gate"], md_text(_limit(r)), _value(r["value"]),
+                 "pass" if r["passed"] else "**FAIL**", md_text(r["detail"]))
         out.append("| %s | %s | %s | %s | %s | %s | %s |" % cells)
     return out + ["", "Definitions of the gates: docs/playbooks.md (experiment.yml).", ""]
 
 
 def _experiment_lines(experiment):
     return ["Experiment %s from %s (%s); reference %s; %s." % (
-        experiment["name"], experiment["file"], experiment["checksum"], experiment["reference"],
+        md_text(experiment["name"]), md_text(experiment["file"]), experiment["checksum"],
+        md_text(experiment["reference"]),
         "variants spread over %d hosts" % len(experiment["assignments"]) if experiment["spread"]
         else "every host runs every variant"), ""]
 

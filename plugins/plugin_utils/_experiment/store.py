@@ -16,10 +16,10 @@ settings changed since is run again. Starting fresh moves records/ aside, never 
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import os
-from urllib.parse import quote
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name
 
 RECORDS = "records"
 # Longest quoted name kept whole; longer ones end in a digest (file names stop at 255 bytes).
@@ -28,12 +28,7 @@ MAX_NAME = 200
 
 def safe_name(name):
     """NAME as one file name: percent-quoted, never '.', '..' or hidden, at most MAX_NAME + 17 bytes."""
-    quoted = quote(str(name), safe="")
-    if quoted.startswith("."):
-        quoted = "%2E" + quoted[1:]
-    if len(quoted) > MAX_NAME:
-        quoted = quoted[:MAX_NAME] + "-" + hashlib.sha256(str(name).encode("utf-8")).hexdigest()[:16]
-    return quoted
+    return file_name(name, MAX_NAME)
 
 
 def records_dir(results_dir):

@@ -28,6 +28,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as md
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape import md_text
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import (
     fleet_side,
     level_key,
@@ -255,7 +256,7 @@ def _workload_lines(report):
         for name in report["variants"]:
             rec = report["hosts"][host].get(name)
             if rec is not None and rec.get("workload") is not None:
-                named.append(("%s %s" % (host, name),
+                named.append(("%s %s" % (md_text(host), md_text(name)),
                               dict(rec["workload"], accept_length=(rec.get("figures") or {}).get("accept_length"))))
     return ["## Workload", ""] + wl.workload_lines(named) + [""] if named else []
 
@@ -307,8 +308,8 @@ def _level_table(report):
     names = [n for n in report["variants"] if fleet[n]["summary"]]
     by = {n: {level_key(r): r for r in fleet[n]["summary"]["levels"]} for n in names}
     keys = sorted({k for n in names for k in by[n]})
-    head = "| concurrency |" + "".join(" %s tok/s |" % n for n in names) \
-        + "".join(" %s/%s |" % (n, ref) for n in names if n != ref)
+    head = "| concurrency |" + "".join(" %s tok/s |" % md_text(n) for n in names) \
+        + "".join(" %s/%s |" % (md_text(n), md_text(ref)) for n in names if n != ref)
     sep = "| ---: |" + " ---: |" * (len(names) + len([n for n in names if n != ref]))
     out = [head, sep]
     for key in keys:
@@ -326,28 +327,29 @@ def _significance_lines(report, host):
     for name in report["variants"]:
         rec = report["hosts"][host].get(name)
         if name != report["reference"] and rec and rec["summary"] and ref and ref["summary"]:
-            out += md.versus_lines(ref["summary"], rec["summary"], {"baseline": report["reference"], "candidate": name})
+            out += md.versus_lines(ref["summary"], rec["summary"],
+                                   {"baseline": md_text(report["reference"]), "candidate": md_text(name)})
     return out
 
 
 def render(report, plot_note=None, plot_name=None):
-    ref = report["reference"]
-    lines = ["# %s" % report["title"], "",
+    ref = md_text(report["reference"])
+    lines = ["# %s" % md_text(report["title"]), "",
              "Variants, in the order run on each host: %s. Reference of the ratios (x ref): %s."
-             % (", ".join(report["variants"]), ref), "",
+             % (", ".join(md_text(n) for n in report["variants"]), ref), "",
              ] + _workload_lines(report) + ["## Summary", "", SUMMARY_HEAD, SUMMARY_SEP]
     for host in sorted(report["hosts"]):
         for name in report["variants"]:
             rec = report["hosts"][host].get(name)
             if rec is None:
-                lines.append(_summary_row(host, name, "no result", None, None, md.DASH))
+                lines.append(_summary_row(md_text(host), md_text(name), "no result", None, None, md.DASH))
             else:
-                lines.append(_summary_row(host, name, rec["outcome"], rec["figures"], rec["ratio"],
+                lines.append(_summary_row(md_text(host), md_text(name), rec["outcome"], rec["figures"], rec["ratio"],
                                           _gpus_free(rec)))
     for name in report["variants"]:
         entry = report["fleet"][name]
         if entry["summary"]:
-            lines.append(_summary_row("**fleet** (%d hosts)" % len(entry["hosts"]), name, "ok",
+            lines.append(_summary_row("**fleet** (%d hosts)" % len(entry["hosts"]), md_text(name), "ok",
                                       entry["figures"], entry["ratio"], md.DASH))
     lines += ["", "x ref: single-stream and peak tok/s divided by %s's on the same host; TPOT x ref: TPOT p50 at "
               "concurrency 1 divided by %s's (below 1 is faster). Fleet tok/s is the sum over hosts at each "
@@ -362,18 +364,18 @@ def render(report, plot_note=None, plot_name=None):
     for host in sorted(report["hosts"]):
         words = _significance_lines(report, host)
         if words:
-            lines += ["", "## %s: speed-up against %s, significance" % (host, ref), ""] + words
+            lines += ["", "## %s: speed-up against %s, significance" % (md_text(host), ref), ""] + words
         if (report.get("categories") or {}).get(host):
-            lines += ["", "## %s: by category" % host, ""] + wl.category_table(report["categories"][host])
-        lines += ["", "## %s: latency by level" % host, "", md.LATENCY_HEAD, md.LATENCY_SEP]
+            lines += ["", "## %s: by category" % md_text(host), ""] + wl.category_table(report["categories"][host])
+        lines += ["", "## %s: latency by level" % md_text(host), "", md.LATENCY_HEAD, md.LATENCY_SEP]
         for name in report["variants"]:
             rec = report["hosts"][host].get(name)
             if rec is not None and rec["summary"]:
-                lines += md.latency_rows(rec["summary"], name)
+                lines += md.latency_rows(rec["summary"], md_text(name))
     lines.append("")
     if plot_name:
         lines += ["![throughput and latency per variant](%s)" % plot_name, ""]
     problems = report["failures"] + list(report.get("notes") or []) + ([plot_note] if plot_note else [])
     if problems:
-        lines += ["## Failures and notes", ""] + ["- %s" % n for n in problems] + [""]
+        lines += ["## Failures and notes", ""] + ["- %s" % md_text(n) for n in problems] + [""]
     return "\n".join(lines)

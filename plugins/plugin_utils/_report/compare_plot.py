@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.plot impo
     _load,
     _series,
     _xlabel,
+    names_as_text,
 )
 
 # Base engines solid, EAGLE-3 variants dashed; one hue per engine, in registry order.
@@ -67,6 +68,11 @@ def _axes(ax, series, ylabel, title, style, log_y=False):
 
 def render_png(report):
     """PNG bytes of the comparison (MissingLibrary without matplotlib)."""
+    with names_as_text():
+        return _render_png(report)
+
+
+def _render_png(report):
     Figure, FigureCanvasAgg = _load()
     hosts = sorted(report["hosts"])
     names = report["variants"]

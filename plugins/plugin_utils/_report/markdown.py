@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape import md_text
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import level_key, level_name
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import ratios as level_ratios
 
@@ -157,14 +158,14 @@ def _workload_lines(report):
         for side in ("baseline", "candidate"):
             info = (entry.get("workload") or {}).get(side)
             if info is not None and entry.get(side) is not None:
-                named.append(("%s %s" % (host, report["labels"][side]),
+                named.append(("%s %s" % (md_text(host), md_text(report["labels"][side])),
                               dict(info, accept_length=entry[side]["accept_length"])))
     return ["## Workload", ""] + wl.workload_lines(named) + [""] if named else []
 
 
 def render(report, plot_note=None, plot_name=None):
-    labels = report["labels"]
-    lines = ["# %s" % report["title"], ""]
+    labels = {side: md_text(label) for side, label in report["labels"].items()}
+    lines = ["# %s" % md_text(report["title"]), ""]
     lines += _workload_lines(report)
     lines += [
         "## Summary", "",
@@ -173,7 +174,7 @@ def render(report, plot_note=None, plot_name=None):
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for host in sorted(report["hosts"]):
-        lines += _summary_rows(host, report["hosts"][host], labels)
+        lines += _summary_rows(md_text(host), report["hosts"][host], labels)
     fleet = report["fleet"]
     nhosts = max((fleet[s] or {}).get("hosts", 0) for s in ("baseline", "candidate"))
     lines += _summary_rows("**fleet** (%d hosts)" % nhosts, fleet, labels)
@@ -183,15 +184,15 @@ def render(report, plot_note=None, plot_name=None):
     lines += ["## Fleet throughput by concurrency (sum over hosts)", ""]
     lines += _level_table(fleet, labels, ttft=False)
     for host in sorted(report["hosts"]):
-        lines += ["", "## %s" % host, ""]
+        lines += ["", "## %s" % md_text(host), ""]
         lines += _level_table(report["hosts"][host], labels)
         words = significance_lines(report["hosts"][host].get("ratio"), labels)
         if words:
             lines += ["", "Speed-up with repeats:", ""] + words
         if report["hosts"][host].get("categories"):
-            lines += ["", "### %s: by category" % host, ""]
-            lines += wl.category_table(report["hosts"][host]["categories"], labels)
-        lines += ["", "### %s: latency by level" % host, ""]
+            lines += ["", "### %s: by category" % md_text(host), ""]
+            lines += wl.category_table(report["hosts"][host]["categories"], report["labels"])
+        lines += ["", "### %s: latency by level" % md_text(host), ""]
         lines += _latency_table(report["hosts"][host], labels)
     lines += ["", "ITL marked ~ is an estimate (the server sent no per-chunk usage). "
               "Definitions: docs/benchmark.md."]
@@ -202,5 +203,5 @@ def render(report, plot_note=None, plot_name=None):
     if plot_note:
         notes.append(plot_note)
     if notes:
-        lines += ["## Notes", ""] + ["- %s" % n for n in notes] + [""]
+        lines += ["## Notes", ""] + ["- %s" % md_text(n) for n in notes] + [""]
     return "\n".join(lines)

@@ -13,6 +13,7 @@ global backend switch, nothing left open in the controller process.
 
 from __future__ import annotations
 
+import contextlib
 import io
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
@@ -28,6 +29,17 @@ def _load():
     except ImportError as exc:
         raise MissingLibrary("matplotlib is not installed on the controller (%s): no plot" % exc)
     return Figure, FigureCanvasAgg
+
+
+def names_as_text():
+    """A context in which matplotlib draws every text as written: it reads $...$ as math otherwise,
+    so a variant, host or category name holding '$x^2$' would render as a formula and one holding
+    '$\\nope$' would fail the plot."""
+    try:
+        import matplotlib
+    except ImportError:
+        return contextlib.nullcontext()  # _load says what is missing
+    return matplotlib.rc_context({"text.parse_math": False})
 
 
 def _by_rate(report):
@@ -101,6 +113,11 @@ def _int_formatter():
 def render_png(report):
     """PNG bytes. Top: tok/s (fleet totals, plus a per-host panel when there is more than
     one host). Bottom: TTFT and TPOT p50/p99 per host."""
+    with names_as_text():
+        return _render_png(report)
+
+
+def _render_png(report):
     Figure, FigureCanvasAgg = _load()
     labels = report["labels"]
     hosts = sorted(report["hosts"])

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape import md_text
+
 DASH = "-"
 
 RANDOM_WARNING = ("WARNING: acceptance measured on random prompts: speculative decoding accepts more on real "
@@ -78,7 +80,7 @@ def workload_lines(named):
     seen = {}
     for label, info in named:
         seen.setdefault(workload_text(info), []).append(label)
-    out = ["- %s: %s" % (", ".join(labels), text) for text, labels in seen.items()]
+    out = ["- %s: %s" % (", ".join(labels), md_text(text)) for text, labels in seen.items()]
     if any(random_acceptance(info, (info or {}).get("accept_length")) for _label, info in named):
         out.append("- **%s**" % RANDOM_WARNING)
     return out
@@ -195,22 +197,22 @@ def category_table(table, titles=None):
     if not table:
         return []
     labels, ref = list(table["variants"]), table["reference"]
-    titles = titles or {}
+    shown = {n: md_text((titles or {}).get(n, n)) for n in labels + [ref]}
     others = [n for n in labels if n != ref]
     cats = sorted({c for by in table["variants"].values() for c in by})
     figs = [f for by in table["variants"].values() for f in by.values()]
     passes = any(f.get("output_tok_s") is not None for f in figs)
-    head = "| category | requests |" + "".join(" %s accept len |" % titles.get(n, n) for n in labels) \
-        + "".join(" %s TTFT / TPOT p50 (ms) |" % titles.get(n, n) for n in labels) \
-        + "".join(" %s speed-up |" % titles.get(n, n) for n in others)
+    head = "| category | requests |" + "".join(" %s accept len |" % shown[n] for n in labels) \
+        + "".join(" %s TTFT / TPOT p50 (ms) |" % shown[n] for n in labels) \
+        + "".join(" %s speed-up |" % shown[n] for n in others)
     columns = 2 * len(labels) + len(others)
     if passes:
-        head += "".join(" %s tok/s |" % titles.get(n, n) for n in labels) \
-            + "".join(" %s tok/s x %s |" % (titles.get(n, n), titles.get(ref, ref)) for n in others)
+        head += "".join(" %s tok/s |" % shown[n] for n in labels) \
+            + "".join(" %s tok/s x %s |" % (shown[n], shown[ref]) for n in others)
         columns += len(labels) + len(others)
     sep = "| --- | ---: |" + " ---: |" * columns
     intro = ("Per category at concurrency %d (acceptance: over all levels). Speed-up: %s's TPOT p50 over the "
-             "variant's, in the same category (above 1: faster per token); " % (table["concurrency"], titles.get(ref, ref)))
+             "variant's, in the same category (above 1: faster per token); " % (table["concurrency"], shown[ref]))
     if passes:
         intro += ("tok/s: each category's own pass at that concurrency, its items alone (llm_benchmark "
                   "category_passes), since the categories share the server within a level.")
@@ -226,7 +228,7 @@ def category_table(table, titles=None):
         # The reference's count; a variant without a result (a failed one) has no row.
         requests = next((row[n].get("requests") for n in [ref] + others
                          if n in row and row[n].get("requests") is not None), None)
-        line = "| %s | %s |" % (cat, DASH if requests is None else requests)
+        line = "| %s | %s |" % (md_text(cat), DASH if requests is None else requests)
         line += "".join(" %s%s |" % (_num(row[n].get("accept_length"), 2), _pass_mark(row[n])) for n in labels)
         line += "".join(" %s / %s |" % (_num(row[n].get("ttft_p50_ms")), _num(row[n].get("tpot_p50_ms")))
                         for n in labels)

@@ -42,6 +42,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import stat
+import time
 from typing import Any, Callable
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.items import ROLES, Item, WorkloadError
@@ -53,6 +56,15 @@ FORMATS = ("auto", "sharegpt", "jsonl", "mtbench", "sglang-custom", "vllm-custom
 _OPENAI_EXCLUDED = frozenset(("messages", "max_tokens", "max_completion_tokens", "model", "stream", "stream_options"))
 # bench_serving's default output length for an openai-format line without max_tokens.
 OPENAI_DEFAULT_MAX_TOKENS = 256
+# Bounds of a workload file, which may come from anyone: the largest common dataset
+# (ShareGPT_V3_unfiltered_cleaned_split.json) is 642 MiB; one JSONL line holds one item, and a
+# prompt of a million tokens is about 4 MiB; reading stops after READ_SECONDS (a hung mount).
+MAX_BYTES = 1024 ** 3
+MAX_LINE_BYTES = 16 * 1024 ** 2
+READ_SECONDS = 300.0
+_CHUNK = 1024 ** 2
+# A lone surrogate: valid in a JSON escape (\ud800), not encodable as UTF-8 when sent or written.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Source:
@@ -78,11 +90,75 @@ def estimate_tokens(text: str) -> int:
 
 
 # --------------------------------------------------------------------------- reading
+def regular_file_problem(info: os.stat_result) -> str | None:
+    """Why a file of this stat cannot be a workload (a device, FIFO or socket, or too large), or None."""
+    if not stat.S_ISREG(info.st_mode):
+        return ("not a regular file (a device, FIFO, socket or directory: /dev/zero never ends and a FIFO "
+                "blocks); give the path of a dataset file")
+    if info.st_size > MAX_BYTES:
+        return "%d bytes, more than %d: take a sample of the dataset into a smaller file" % (info.st_size, MAX_BYTES)
+    return None
+
+
+def _read_bounded(path: str) -> bytes:
+    """The bytes of PATH: a regular file within MAX_BYTES, read within READ_SECONDS."""
+    problem = regular_file_problem(os.stat(path))  # a socket cannot be opened at all
+    if problem:
+        raise WorkloadError(path, problem)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        problem = regular_file_problem(os.fstat(fd))
+        if problem:
+            raise WorkloadError(path, problem)
+        deadline, chunks, size = time.monotonic() + READ_SECONDS, [], 0
+        while True:
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > MAX_BYTES:
+                raise WorkloadError(path, "grew past %d bytes while read" % MAX_BYTES)
+            if time.monotonic() > deadline:
+                raise WorkloadError(path, "reading took more than %d s (%d bytes read): copy the file to a "
+                                          "local disk" % (READ_SECONDS, size))
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def surrogate_field(value: Any, field: str = "") -> str | None:
+    """The field path ('.messages[0].content') of the first text or key of VALUE holding a lone
+    surrogate, or None."""
+    if isinstance(value, str):
+        return field or "(the item)" if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = "%s.%s" % (field, key)
+            if isinstance(key, str) and _SURROGATE.search(key):
+                return sub
+            found = surrogate_field(item, sub)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            found = surrogate_field(item, "%s[%d]" % (field, n))
+            if found:
+                return found
+    return None
+
+
+def _refuse_surrogates(where: str, value: Any) -> None:
+    field = surrogate_field(value)
+    if field:
+        raise WorkloadError(where + ("" if field == "(the item)" else field),
+                            "holds a lone surrogate (an escape \\ud800-\\udfff without its pair), which is not "
+                            "valid Unicode and cannot be sent: fix or remove that text")
+
+
 def read_text(path: str) -> tuple:
     """(the file as text, its sha256), or a WorkloadError naming the file (and the line of a bad byte)."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = _read_bounded(path)
     except FileNotFoundError:
         raise WorkloadError(path, "file not found on the host (set workload.location: controller "
                                   "to send a file from the controller)")
@@ -111,6 +187,9 @@ def parse_jsonl(path: str, text: str) -> tuple:
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_BYTES:
+            raise WorkloadError("%s line %d" % (path, number), "a line of %d characters, more than %d: one line "
+                                "holds one item" % (len(line), MAX_LINE_BYTES))
         try:
             obj = json.loads(line)
         except ValueError as exc:
@@ -118,6 +197,7 @@ def parse_jsonl(path: str, text: str) -> tuple:
         if not isinstance(obj, dict):
             raise WorkloadError("%s line %d" % (path, number), "a line must be a JSON object, got %s"
                                 % type(obj).__name__)
+        _refuse_surrogates("%s line %d" % (path, number), obj)
         objs.append(obj)
         lines.append(number)
     return objs, lines
@@ -135,6 +215,8 @@ def detect(path: str, text: str) -> str:
                                   "(one of %s)" % ", ".join(FORMATS[1:]))
     for line in text.split("\n"):
         if line.strip():
+            if len(line) > MAX_LINE_BYTES:
+                return "jsonl"  # whose reader refuses the line, naming it
             try:
                 obj = json.loads(line)
             except ValueError as exc:
@@ -192,6 +274,8 @@ def load_sharegpt(path: str, text: str) -> Source:
     data = parse_json(path, text)
     if not isinstance(data, list):
         raise WorkloadError(path, "ShareGPT is a JSON list of conversations, got %s" % type(data).__name__)
+    for i, entry in enumerate(data):
+        _refuse_surrogates("%s [%d]" % (path, i), entry)
     candidates = [i for i, e in enumerate(data) if len(_conversation(e)) >= 2]
 
     def convert(i):

@@ -43,3 +43,14 @@ def test_significant_only_when_the_intervals_do_not_overlap():
     assert rp.significant(a, {"low": 111.0, "high": 130.0}) is True
     assert rp.significant(a, {"low": 109.0, "high": 130.0}) is False
     assert rp.significant(a, {"low": None, "high": None}) is None
+
+
+def test_combine_keeps_every_runs_failures():
+    """HTTP 500s in runs 2 and 3 count in the level's failed, its errors and each run's entry."""
+    runs = [{"concurrency": 8, "output_tok_s": 100.0, "ttft_ms": {"p50": 20.0}, "accept_length": None,
+             "requests": 16, "completed": 16 - failed, "failed": failed, "errors": errors}
+            for failed, errors in ((0, []), (2, ["HTTP 500"]), (3, ["HTTP 500", "timeout"]))]
+    level = rp.combine(runs)
+    assert (level["requests"], level["completed"], level["failed"]) == (48, 43, 5)
+    assert level["errors"] == ["HTTP 500", "timeout"]
+    assert [(r["completed"], r["failed"]) for r in level["repeats"]["runs"]] == [(16, 0), (14, 2), (13, 3)]

@@ -93,3 +93,19 @@ def test_failure_text():
 ])
 def test_bad_limits(gates, path):
     assert [p for p, unused in gt.problems(gates)] == [path]
+
+
+@pytest.mark.parametrize("gate, limit, speculative", [
+    ("max_ttft_p99_ms", 2000, False), ("max_tpot_p99_ms", 100, False), ("min_acceptance_length", 1.5, True)])
+def test_a_level_where_nothing_completed_fails_a_gate_on_its_figure(exp, kit, gate, limit, speculative):
+    """The level's figure is missing, not the best of the others: the gate fails there."""
+    variant = "eagle/3" if speculative else "other"
+    ok = kit.record(exp, "h1", variant, kit.level(1, 60.0, accept=2.5), kit.level(64, 900.0, accept=2.5),
+                    speculative=speculative)
+    ok_entry = _one(gt.evaluate(ok, None, {gate: limit}), gate)
+    assert ok_entry["passed"] is True and ok_entry["value"] is not None
+    broken = kit.record(exp, "h1", variant, kit.level(1, 60.0, accept=2.5), kit.level(64, 0.0, failed=64),
+                        speculative=speculative)
+    entry = _one(gt.evaluate(broken, None, {gate: limit}), gate)
+    assert entry["passed"] is False and entry["value"] is None
+    assert "nothing completed at concurrency 64 (64 failed)" in entry["detail"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pathlib
 import textwrap
+import time
 
 import pytest
 import yaml
@@ -279,3 +280,25 @@ def test_the_swap_preset_is_its_two_steps_against_the_base_server(baseline):
     assert exp["assignments"] == {"h1": steps, "h2": steps}
     with pytest.raises(ValueError, match="engine must be one of .*not 'tgi'"):
         preset.swap_experiment("tgi")
+
+
+def _huge_matrix(confirm_large):
+    # Eight axes that take whole numbers, so every value passes its type check (old code built them all).
+    axes = sorted(k for k, v in schema.server_options(SG + "_server").items() if v.get("type") == "int")[:8]
+    assert len(axes) == 8
+    return ("reference: m\nconfirm_large: %s\nvariants:\n  - name: m\n    engine: %s\n    matrix:\n" % (confirm_large, SG)
+            + "".join("      %s: [%s]\n" % (axis, ", ".join(str(i) for i in range(1, 11))) for axis in axes))
+
+
+@pytest.mark.parametrize("confirm_large, words", [
+    ("false", ":3: variants: 100000000 variants after the matrices, more than max_variants (32)"),
+    ("true", ":3: variants: 100000000 variants after the matrices, more than %d, which no confirmation runs"
+     % ld.MAX_VARIANTS_EVER),
+])
+def test_a_huge_matrix_is_counted_not_built(tmp_path, confirm_large, words):
+    text = _huge_matrix(confirm_large)
+    assert len(text) < 700
+    start = time.monotonic()
+    with pytest.raises(InvalidInput) as info:
+        ld.load(write(tmp_path, text), ["h1"])
+    assert time.monotonic() - start < 2 and words in info.value.msg, info.value.msg

@@ -7,10 +7,13 @@ reference per host or over the spread group, a gates table, what did not complet
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import load as ld
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import report as rp
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rcmp
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
@@ -80,3 +83,33 @@ def test_a_record_naming_an_unknown_engine_is_refused():
     rec = {"variant": "any name", "engine": "tgi", "outcome": "ok"}
     with pytest.raises(InvalidInput, match="variant any name: unknown engine 'tgi'; known engines: "):
         rcmp.compare({"h1": [rec]}, reference="any name")
+
+
+# The last but one would be read as a formula by matplotlib, and fail the plot.
+HOSTILE = ["a|b", "<b>bold</b>", "[l](http://e)", "$\\nope$ $x^2$", "**x**"]
+
+
+def test_names_are_shown_as_text_and_kept_exact_in_the_json(kit, tmp_path):
+    engine = registry.names()[0]
+    text = "reference: '%s'\ngates: {max_failed_requests: 0}\nvariants:\n" % HOSTILE[0] + "".join(
+        "  - {name: '%s', engine: %s}\n" % (name, engine) for name in HOSTILE)
+    (tmp_path / "x.experiment.yml").write_text(text)
+    host = "h|1 <i>"
+    exp = ld.load(tmp_path / "x.experiment.yml", [host])
+    recs = {host: {name: kit.record(exp, host, name, kit.level(1, 60.0), kit.level(64, 900.0))
+                   for name in HOSTILE[:-1]}}
+    recs[host][HOSTILE[-1]] = kit.record(exp, host, HOSTILE[-1], outcome="failed", stage="wait",
+                                         reason="<script>x</script> | exited")
+    out = rp.build(exp, recs, str(tmp_path / "rep"), "T | <h1>")
+    md = out["markdown"]
+    for raw in ("<b>", "<i>", "<script>", "<h1>", "**x**", "[l](http"):
+        assert raw not in md, raw
+    table = []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            table.append(len(re.split(r"(?<!\\)\|", line)))
+        elif table:
+            assert len(set(table)) == 1, md
+            table = []
+    data = json.loads((tmp_path / "rep" / "experiment.json").read_text())
+    assert sorted(data["hosts"][host]) == sorted(HOSTILE) and data["reference"] == HOSTILE[0]

@@ -96,3 +96,17 @@ def test_a_written_record_is_whole_and_counts_on_the_next_run(experiment, kit, t
     again = store.write_record(path, dict(record, outcome="failed"), now=when)
     assert store.scan(tmp_path, exp)["recorded"]["h1"] == {"eagle/3": again} and again["outcome"] == "failed"
     assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]
+
+
+@pytest.mark.parametrize("bench", [None, {"changed": False}, {"changed": False, "levels": []},
+                                   {"failed": True, "levels": [{"concurrency": 1}]}])
+def test_an_ok_record_without_a_measurement_runs_again(experiment, kit, tmp_path, bench):
+    exp = experiment()
+    rec = kit.record(exp, "h1", "base")
+    if bench is not None:
+        rec["bench"] = bench
+    kit.save(tmp_path, rec)
+    kit.save(tmp_path, kit.record(exp, "h1", "other", kit.level(1, 60.0)))
+    out = plan(exp["file"], ["h1"], str(tmp_path))
+    assert out["todo"] == {"h1": ["base", "eagle/3"]} and out["recorded"] == {"h1": ["other"]}
+    assert "base (recorded as ok without a benchmark measurement: runs again)" in out["lines"][0]
