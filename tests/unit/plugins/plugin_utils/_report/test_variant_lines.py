@@ -6,8 +6,6 @@ entries zipped from server_plan's batch, and the plan a host prints before anyth
 
 from __future__ import annotations
 
-import pytest
-
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import variant_lines as vl
 
 RELEASE = {"gpus_selected": [0, 1, 2], "killed": [{"pid": 10}, {"pid": 11}], "elapsed": 1.5,
@@ -21,17 +19,6 @@ def test_the_teardown_record_counts_free_used_and_killed():
     assert halted["verified"] is False and halted["stop_error"] == "stop failed"
     kept = vl.teardown_record(None, kept=True)
     assert (kept["verified"], kept["kept"], kept["gpus_selected"], kept["seconds"]) == (False, True, 0, None)
-
-
-def test_planned_entries_zip_requests_plans_and_names():
-    requests = [{"engine": "sglang", "gpus": [0, 1]}, {"engine": "vllm", "gpus": None}]
-    plans = [{"argv": ["sglang", "serve"], "running": True}, {"argv": ["vllm", "serve"], "running": False}]
-    out = vl.planned(requests, plans, ["a", "b", "c"])
-    assert [(p["variant"], p["engine"], p["gpus"], p["argv"], p["running"]) for p in out] == [
-        ("a", "sglang", [0, 1], ["sglang", "serve"], True), ("b", "vllm", None, ["vllm", "serve"], False)]
-    assert out[0]["composed"] is plans[0]
-    with pytest.raises(ValueError, match="2 planned requests, 1 composed plans and 2 variants do not match"):
-        vl.planned(requests, plans[:1], ["a", "b"])
 
 
 def test_the_plan_lines_say_run_or_skip_the_gpus_and_the_command_line():
