@@ -21,6 +21,7 @@ from _fleet_fixtures import ansible_env as fleet_env
 from _fleet_fixtures import wait_for as fleet_wait
 from simlib import fakegpu
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_settings
 from tests.support.ansible import run_module, run_playbook
 from tests.support.paths import PYTHON, REPO, SIM
 from tests.support.server_role import mapping, play
@@ -294,10 +295,10 @@ def _tasks(name):
 def test_role_task_files_write_with_tight_modes():
     launch = _tasks("launch.yml")
     log_dir = launch["Create the log directory"]["ansible.builtin.file"]
-    assert (log_dir["path"], log_dir["state"], log_dir["mode"]) == ("{{ server_log_dir }}", "directory", "0750")
+    assert (log_dir["path"], log_dir["state"], log_dir["mode"]) == ("{{ server_spec.log_dir }}", "directory", "0750")
     state_dir = launch["Create the state directory"]["ansible.builtin.file"]
     assert (state_dir["path"], state_dir["state"], state_dir["mode"]) == (
-        "{{ server_state_dir }}", "directory", "0700")
+        "{{ server_spec.state_dir }}", "directory", "0700")
     secret = launch["Write the API key where only root can read it"]
     assert secret["ansible.builtin.copy"]["mode"] == "0600" and secret["no_log"] is True
     assert secret["ansible.builtin.copy"]["dest"] == "{{ _server_plan.paths.secret_config }}"
@@ -329,7 +330,7 @@ def test_role_task_files_write_with_tight_modes():
     removal = systemd_stop[removal_at]
     assert (removal["ansible.builtin.file"]["path"], removal["ansible.builtin.file"]["state"]) == (
         "{{ _server_plan.paths.secret_config }}", "absent")
-    assert removal["when"] == "server_state == 'stopped'" and removal_at < release_at
+    assert removal["when"] == "server_spec.state == 'stopped'" and removal_at < release_at
 
 
 # ---- sweep_users: another user's GPU holder ----------------------------------------------
@@ -400,9 +401,11 @@ def test_both_roles_hand_their_sweep_users_to_the_release():
                if "gpufleet.serving.server_process" in t]
     release += [t["gpufleet.serving.gpu_release"] for t in _tasks("systemd_stop.yml").values()
                 if "gpufleet.serving.gpu_release" in t]
-    assert [r["sweep_users"] for r in release] == ["{{ server_release_sweep_users }}"] * 2
+    assert [r["sweep_users"] for r in release] == ["{{ server_spec.release_sweep_users }}"] * 2
     for engine in ("sglang", "vllm"):
         role = os.path.join(REPO, "roles", "%s_server" % engine)
-        assert mapping("%s_server" % engine)["server_release_sweep_users"] == "{{ %s_server_release_sweep_users }}" % engine
+        # The role hands _server its settings through the server_spec lookup, which reads the variable.
+        assert mapping("%s_server" % engine)["server_spec"] == "{{ lookup('gpufleet.serving.server_spec', '%s') }}" % engine
+        assert server_settings.resolve(engine, {"release_sweep_users": ["svc"]})["release_sweep_users"] == ["svc"]
         with open(os.path.join(role, "defaults", "main.yml")) as handle:
             assert yaml.safe_load(handle)["%s_server_release_sweep_users" % engine] == []
