@@ -198,7 +198,7 @@ def _role_variables(role):
 
 def _server_table():
     engine_patterns()  # puts the collection on sys.path
-    from ansible_collections.gpufleet.serving.plugins.module_utils._engines import (  # pylint: disable=import-outside-toplevel  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.serving.plugins.module_utils._engines import (  # pylint: disable=import-outside-toplevel
         registry,
         settings,
     )

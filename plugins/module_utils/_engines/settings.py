@@ -65,7 +65,7 @@ class Setting:
 
     def default_for(self, engine: str) -> Any:
         """The default before computed ones are resolved (a Computed stays one)."""
-        if isinstance(self.default, dict) and not self.type == "dict":
+        if isinstance(self.default, dict) and self.type != "dict":
             return self.default.get(engine, self.default.get("*"))
         return self.default
 

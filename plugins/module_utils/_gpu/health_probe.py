@@ -67,7 +67,10 @@ def _validate_inforom(pynvml: Any, handle: Any) -> bool:
 def read(pynvml: Any, index: int) -> dict:
     """Every reading of GPU `index`; a lost GPU raises (nvml.py reports it for that GPU)."""
     handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-    ask = lambda call, *args: _ask(pynvml, call, *args)  # noqa: E731 - the one shape of every reading
+
+    def ask(call, *args):  # the one shape of every reading
+        return _ask(pynvml, call, *args)
+
     rec = {"index": index, "name": _text(pynvml.nvmlDeviceGetName(handle)),
            "uuid": _text(pynvml.nvmlDeviceGetUUID(handle))}
     pci = ask("nvmlDeviceGetPciInfo", handle)

@@ -46,8 +46,8 @@ def test_variables_defaults_and_overrides(playbook):
                        inventory="h1,")
     assert run.returncode == 0, run.stdout + run.stderr
     (spec,) = specs(run)
-    assert (spec["model_path"], spec["port"], spec["instance"], spec["state"]) == ("/models/k2", 30001, "sglang-30001",
-                                                                                 "stopped")
+    assert (spec["model_path"], spec["port"], spec["instance"], spec["state"]) == (
+        "/models/k2", 30001, "sglang-30001", "stopped")
     # A null override leaves the variable (here its default); a given one wins.
     assert (spec["tp_size"], spec["host"], spec["speculative_on"]) == (8, "127.0.0.2", True)
     assert (spec["engine"], spec["vars_prefix"], spec["tested_version"]) == ("sglang", "sglang_server_", "0.5.23")
