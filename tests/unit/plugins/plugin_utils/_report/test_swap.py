@@ -63,8 +63,8 @@ def test_swap_start_pending_until_too_many_hosts_failed():
 
 def test_swap_record_and_its_line():
     record = swap.swap_record(RUNS, "h1", base_server={"ready_seconds": 31.234},
-                           server={"ready_seconds": 40.5, "speculative": True},
-                           teardown={"release_seconds": 1.234, "killed": 0})
+                              server={"ready_seconds": 40.5, "speculative": True},
+                              teardown={"release_seconds": 1.234, "killed": 0})
     assert record["outcome"] == "ok" and record["stage"] == "done"
     assert record["eagle_tok_s"] == 121.5 and record["accept_length"] == 2.345
     assert record["line"] == (
@@ -75,7 +75,7 @@ def test_swap_record_and_its_line():
 
 def test_swap_record_without_baseline_or_teardown():
     record = swap.swap_record({"candidate": RUNS["candidate"]}, "h2", base_server=None,
-                           server={"ready_seconds": 9}, teardown=None)
+                              server={"ready_seconds": 9}, teardown=None)
     assert record["baseline_tok_s"] is None and record["release_seconds"] is None
     assert record["line"] == (
         "h2: ok, single-stream - -> 121.5 tok/s, peak - -> 2500.3 tok/s, accept length 2.35; "
@@ -84,7 +84,7 @@ def test_swap_record_without_baseline_or_teardown():
 
 def test_swap_failure_adds_the_server_left_and_the_line():
     record = swap.swap_failure(dict(failure("eagle"), reason="Wait until ready: crashed"),
-                            {"changed": False}, {"speculative": True})
+                               {"changed": False}, {"speculative": True})
     assert record["server_left"] == swap.SERVER_MAYBE_NONE
     assert record["line"] == ("h1: FAILED at stage eagle: Wait until ready: crashed; server left: "
                               + swap.SERVER_MAYBE_NONE)
