@@ -2,8 +2,8 @@
 
 The roles compose the launch for inventories/example-blackwell (the base server and the
 EAGLE-3 server, each without and with an API key): _server's plan.yml (with sglang_server's
-mapping of its variables, tests/support/server_role.py) and eagle_drafter's args.yml run in
-ansible-playbook against the example's host gpu01 (connection
+server_spec, tests/support/server_role.py, and eagle_drafter's, the same lookup with the
+drafter) runs in ansible-playbook against the example's host gpu01 (connection
 local, paths moved under tmp_path), and the secret --config file is written from the role's own
 task. Each argv then goes through real sglang 0.5.23's `prepare_server_args` (and its
 --config merger), as `sglang serve` hands it over (sim/realsglang.py: the pinned wheel,
@@ -35,21 +35,13 @@ RENDER_TASKS = """\
       ansible.builtin.set_fact:
         rendered_base: "{{ _server_plan.argv }}"
         rendered_base_launch: "{{ _server_plan.launch_argv }}"
-    - name: The drafter's settings
-      ansible.builtin.include_role:
-        name: gpufleet.serving.eagle_drafter
-        tasks_from: args
-        public: true
-    - name: The EAGLE-3 server, as eagle_drafter's main.yml hands it to sglang_server
+    - name: The EAGLE-3 server, as eagle_drafter's main.yml hands it to _server
       ansible.builtin.include_role:
         name: gpufleet.serving._server
         tasks_from: plan
         public: true
       vars:
-        sglang_server_speculative: "{{ _eagle_drafter_speculative }}"
-        sglang_server_speculative_args: "{{ eagle_drafter_extra_args }}"
-        sglang_server_mem_fraction_static: "{{ _eagle_drafter_mem_fraction }}"
-        sglang_server_cuda_graph_max_bs: "{{ _eagle_drafter_graph_bs }}"
+        server_spec: "{{ lookup('gpufleet.serving.server_spec', 'sglang', drafter=true) }}"
     - name: Write the argv
       ansible.builtin.copy:
         content: "{{ {'base': rendered_base, 'base_launch': rendered_base_launch,
