@@ -24,7 +24,8 @@ ROW = '''    Setting("chunked_prefill_size", "int", engines=("sglang",),
             flags={"sglang": ("--chunked-prefill-size", "value")},
             doc="C(--chunked-prefill-size); null leaves SGLang's default."),
 '''
-ANCHOR = '    Setting("extra_args", '
+# The server settings' extra_args row (the drafter's has one too): the new row goes before it.
+ANCHOR = '    Setting("extra_args", "list", elements="str", default=[],\n            flags='
 # What gen_docs.py needs beside the collection: itself and the import path it sets.
 SUPPORT = ("scripts/gen_docs.py", "tests/__init__.py", "tests/support/__init__.py", "tests/support/paths.py",
            "tests/support/syspath.py")
