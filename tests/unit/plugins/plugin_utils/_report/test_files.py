@@ -15,19 +15,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import Mi
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import files as rf
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp
-
-
-def lv(c, tps, p50, p99, accept=None):
-    return {"concurrency": c, "output_tok_s": tps, "ttft_ms": {"p50": p50, "p99": p99},
-            "accept_length": accept, "completed": 8, "failed": 0}
-
-
-RESULTS = {
-    "gpu01": {"baseline": {"levels": [lv(1, 63.6, 120.0, 130.0), lv(128, 2370.0, 900.0, 2100.0)]},
-              "candidate": {"levels": [lv(1, 95.4, 110.0, 125.0, 3.1), lv(128, 2133.0, 950.0, 2300.0, 2.9)]}},
-    "gpu02": {"baseline": {"levels": [lv(1, 64.0, 121.0, 131.0), lv(128, 2380.0, 910.0, 2110.0)]},
-              "candidate": {"levels": [lv(1, 96.0, 111.0, 126.0, 3.0), lv(128, 2142.0, 951.0, 2301.0, 3.0)]}},
-}
+from tests.support.report_results import RESULTS
 
 
 def test_files_written_then_unchanged(tmp_path):

@@ -11,19 +11,7 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats import combine
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
-
-
-def lv(c, tps, p50, p99, accept=None):
-    return {"concurrency": c, "output_tok_s": tps, "ttft_ms": {"p50": p50, "p99": p99},
-            "accept_length": accept, "completed": 8, "failed": 0}
-
-
-RESULTS = {
-    "gpu01": {"baseline": {"levels": [lv(1, 63.6, 120.0, 130.0), lv(128, 2370.0, 900.0, 2100.0)]},
-              "candidate": {"levels": [lv(1, 95.4, 110.0, 125.0, 3.1), lv(128, 2133.0, 950.0, 2300.0, 2.9)]}},
-    "gpu02": {"baseline": {"levels": [lv(1, 64.0, 121.0, 131.0), lv(128, 2380.0, 910.0, 2110.0)]},
-              "candidate": {"levels": [lv(1, 96.0, 111.0, 126.0, 3.0), lv(128, 2142.0, 951.0, 2301.0, 3.0)]}},
-}
+from tests.support.report_results import RESULTS, full_lv, lv
 
 
 def table_rows(md, first_cell):
@@ -46,16 +34,6 @@ def test_markdown_summary_and_level_tables():
     # gpu01 per-level row at 128: ratio 2133/2370 = 0.90x, TTFT p50s, accept length
     assert ["128", "2370.0", "2133.0", "0.90x", "900.0", "950.0", "2.90"] in table_rows(md, "128")
     assert "![throughput against concurrency](benchmark.png)" in md
-
-
-def full_lv(c, tps, rate=None, estimated=False):
-    def q(p50, p99):
-        return {"mean": p50, "p50": p50, "p90": p99, "p99": p99}
-    return {"concurrency": c, "request_rate": rate, "output_tok_s": tps, "requests_per_s": 2.5,
-            "goodput_req_s": 1.25, "server_tok_s": tps * 1.01, "server_ratio": 1.0,
-            "itl_estimated": estimated, "ttft_ms": q(100.0, 200.0), "tpot_ms": q(15.0, 18.0),
-            "itl_ms": q(14.0, 30.0), "latency_ms": q(1000.0, 1500.0), "accept_length": None,
-            "completed": 8, "failed": 0}
 
 
 def test_latency_table_has_every_figure_and_marks_estimates():
