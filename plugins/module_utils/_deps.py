@@ -18,7 +18,7 @@ from typing import Any
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
 
 # distribution (what pip and the role install) -> the module it is imported as
-LIBRARIES = {"psutil": "psutil", "nvidia-ml-py": "pynvml"}
+LIBRARIES = {"psutil": "psutil", "nvidia-ml-py": "pynvml", "prometheus_client": "prometheus_client"}
 SETUP_ROLE = "gpufleet.serving.host_setup"
 
 

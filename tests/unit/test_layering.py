@@ -5,7 +5,7 @@
 
 Every import under plugins/ is read with ast (no code is run) and its source and target
 are reduced to a layer: a module_utils package (`_engines`, `_proc`, `_gpu`, `_server`, `_bench`), a
-module_utils file (`_errors`, `_deps`, `_files`, `_safe_text`, `_http`), `plugin_utils`, `modules`,
+module_utils file (`_errors`, `_deps`, `_files`, `_safe_text`, `_http`, `_prom`), `plugin_utils`, `modules`,
 `action`, `filter`. ALLOWED says which layers each may import; a new package or plugin
 type must be added here (and to docs/design.md) before it can be used.
 """
@@ -22,14 +22,15 @@ PLUGINS = REPO / "plugins"
 PREFIX = "ansible_collections.gpufleet.serving.plugins."
 
 BASE = {"_errors"}  # what every module_utils layer may use
-LEAF = BASE | {"_files", "_safe_text"}
-MODULE_UTILS = {"_errors", "_deps", "_files", "_safe_text", "_http", "_engines", "_proc", "_gpu", "_server", "_bench"}
+LEAF = BASE | {"_files", "_safe_text", "_prom"}
+MODULE_UTILS = {"_errors", "_deps", "_files", "_safe_text", "_http", "_prom", "_engines", "_proc", "_gpu", "_server", "_bench"}
 ALLOWED = {
     "_errors": set(),
     "_deps": BASE,
     "_files": BASE,
     "_safe_text": BASE,
     "_http": BASE,
+    "_prom": BASE,
     "_engines": BASE,
     "_proc": BASE,
     "_gpu": LEAF | {"_proc", "_deps", "_engines"},
