@@ -21,8 +21,9 @@ description:
     a failure of the host) or C(unknown) (it could not be judged; the reason says why). A GPU's verdict
     and the host's are the worst of theirs. docs/gpu_health.md lists every check with its NVML call,
     threshold, verdict and the DCGM source it follows.
-  - Reads only. The task fails only on bad options - an NVML that does not start, hangs or loses a GPU
-    is a C(fail) verdict with the reason, so a play can decide with RV(verdict).
+  - Reads only. By default the task fails only on bad options - an NVML that does not start, hangs or loses
+    a GPU is a C(fail) verdict with the reason, so a play can decide with RV(verdict); O(fail_on) makes the
+    task itself fail at a verdict (the gate the server roles run before a start).
   - NVML runs in a helper process, one request a GPU, each within O(nvml_timeout) - a hung GPU is named,
     the GPUs after it are reported C(unknown), and the module still returns. A healthy 8-GPU host takes
     well under 5 seconds.
@@ -57,6 +58,19 @@ options:
       - A log that cannot be read makes the host's C(kernel_log) check C(warn) and names each source
         with why; the GPUs' C(xid) checks are then C(unknown).
     type: path
+  fail_on:
+    description:
+      - Fail the task when the host's verdict is this or worse, with the reasons in the message and the whole
+        result returned; V(never) only reports.
+    type: str
+    choices: [never, fail, warn]
+    default: never
+  fail_hint:
+    description:
+      - A sentence added to the failure message of O(fail_on), saying what to change (the server roles name
+        their C(allow_unhealthy_gpus) setting here).
+    type: str
+    default: ''
 notes:
   - C(journalctl -k) needs membership of the C(systemd-journal) or C(adm) group, and C(dmesg) needs
     root where C(kernel.dmesg_restrict=1); run the task with C(become) to read Xids on such hosts.
@@ -76,10 +90,10 @@ EXAMPLES = r"""
   become: true  # the kernel log's Xids
   register: health
 
-- name: Refuse to launch on a host whose health fails
-  ansible.builtin.assert:
-    that: health.verdict != 'fail'
-    fail_msg: "{{ inventory_hostname }}: {{ health.reasons | join('; ') }}"
+- name: Refuse to go on with a host whose health fails (the reasons are in the message)
+  gpufleet.serving.gpu_health:
+    fail_on: fail
+    fail_hint: Replace the GPU or drain the host.
 
 - name: Only the GPUs a server will use, with a short NVML deadline
   gpufleet.serving.gpu_health:
@@ -164,7 +178,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.health import health_facts
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.health_gate import GATE_OPTIONS, health_facts
 
 
 def main():
@@ -174,6 +188,7 @@ def main():
             nvml_timeout=dict(type="float", default=20.0),
             expected_gpus=dict(type="int"),
             kernel_log=dict(type="path"),
+            **GATE_OPTIONS,
         ),
         supports_check_mode=True,
     )

@@ -127,6 +127,28 @@ options:
         description: Seconds for the whole release until the GPUs are verified free.
         type: float
         required: true
+  health:
+    description:
+      - With O(state=started), judge the GPUs' health as M(gpufleet.serving.gpu_health) does before the start,
+        and refuse to start at O(health.fail_on); the result is RV(health). Nothing is judged when the same
+        server already runs (no start).
+      - The server roles pass it after the release, so a GPU that the last shutdown left unhealthy is caught
+        before a new server is put on it.
+    type: dict
+    suboptions:
+      gpus:
+        description: The GPUs to judge (V(all), or a list of indices).
+        type: raw
+        default: all
+      fail_on:
+        description: Refuse the start at this verdict or worse (V(never) only reports).
+        type: str
+        choices: [never, fail, warn]
+        default: fail
+      fail_hint:
+        description: A sentence added to the refusal, saying what to change.
+        type: str
+        default: ''
 """
 
 EXAMPLES = r"""
@@ -189,6 +211,12 @@ removed:
   returned: with O(state=stopped)
   type: list
   elements: str
+health:
+  description:
+    - M(gpufleet.serving.gpu_health)'s result for O(health) (C(verdict), C(reasons), C(gpus) and the rest); also in the
+      result of a refused start.
+  returned: with O(state=started) and O(health) when a start was due
+  type: dict
 release:
   description:
     - M(gpufleet.serving.gpu_release)'s result for O(release) (C(changed), C(killed), C(gpus), C(gpus_selected),
@@ -207,6 +235,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import require as require_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.health_gate import GATE_OPTIONS, before_start
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_patterns
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import stop as _stop
@@ -247,20 +276,29 @@ def main():
                 term_timeout=dict(type="float", required=True),
                 timeout=dict(type="float", required=True),
             )),
+            health=dict(type="dict", options=dict(
+                gpus=dict(type="raw", default="all"),
+                fail_on=dict(GATE_OPTIONS["fail_on"], default="fail"),
+                fail_hint=GATE_OPTIONS["fail_hint"],
+            )),
         ),
         required_if=[("state", "started", ("argv", "log_path"))],
         required_together=[("listen_host", "listen_port")],
         supports_check_mode=True,
     )
     stopping, release = module.params["state"] == "stopped", module.params["release"]
-    require_libraries(module, "psutil", *(["nvidia-ml-py"] if stopping and release else []))
+    health = module.params["health"] if module.params["state"] == "started" else None
+    require_libraries(module, "psutil", *(["nvidia-ml-py"] if (stopping and release) or health else []))
 
     def work():
         if stopping and release:
             engine_patterns(release["engine"] or [])  # an unknown engine is refused before the stop
+        judged = None
+        if health and not _supervisor.status(module.params["state_file"])["running"]:
+            judged = before_start(health)
         result = _supervisor.supervise(module.params, check_mode=module.check_mode)
         if not stopping:
-            return result
+            return dict(result, health=judged) if judged else result
         return _stop.after_stop(
             result, module.params["remove"], check_mode=module.check_mode,
             release=(lambda: release_gpus(release_params(release), check_mode=module.check_mode)) if release else None)

@@ -123,8 +123,12 @@ class Suite:
         args = dict(args)
         if protect:
             args["protect"] = list(args.get("protect", [])) + self.protect
+        return self.module("gpu_release", args, check_mode)
+
+    def module(self, name, args, check_mode=False):
+        """Run gpufleet.serving.NAME through `ansible localhost`; result dict."""
         tree = tempfile.mkdtemp(prefix="gf-gpu-tree-")
-        cmd = [self.ansible, "localhost", "-m", "gpufleet.serving.gpu_release", "-a", json.dumps(args),
+        cmd = [self.ansible, "localhost", "-m", "gpufleet.serving." + name, "-a", json.dumps(args),
                "-t", tree, "-e", "ansible_python_interpreter=%s" % PY]
         if check_mode:
             cmd.append("--check")
@@ -549,6 +553,40 @@ def case_clean_noop(s):
             "releaser": direct}
 
 
+def case_health(s):
+    """gpu_health on every GPU: no check fails on a healthy card, an unsupported call reads not_supported,
+    the verdicts and raw values of each check, and the time of a full pass (median of three)."""
+    runs = [s.module("gpu_health", {"expected_gpus": s.n}) for unused in range(3)]
+    res = runs[-1]
+    check(all(r["_rc"] == 0 for r in runs), "gpu_health failed: %s" % [r.get("msg") for r in runs])
+    check(len(res["gpus"]) == s.n and res["gpu_count"] == s.n, "gpus %s of %d" % (len(res["gpus"]), s.n))
+    failed = ["GPU %d %s: %s" % (g["index"], name, c["reason"]) for g in res["gpus"]
+              for name, c in g["checks"].items() if c["verdict"] == "fail"]
+    check(not failed, "a healthy card failed checks: %s" % failed)
+    elapsed = sorted(r["elapsed_s"] for r in runs)
+    check(elapsed[1] < 5.0, "a full pass took %s s" % elapsed)
+    checks = {name: {"verdict": c["verdict"], "value": c.get("value"), "reason": c["reason"]}
+              for name, c in res["gpus"][0]["checks"].items()}
+    s.facts["health_run"] = res
+    return {"verdict": res["verdict"], "reasons": res["reasons"], "elapsed_s": elapsed,
+            "host_checks": {k: v["verdict"] for k, v in res["host_checks"].items()},
+            "kernel_log": res["kernel_log"], "gpu0_checks": checks,
+            "not_supported": sorted(k for k, v in checks.items() if v["verdict"] == "not_supported")}
+
+
+def case_health_gate(s):
+    """gpu_health's gate at fail_on=warn and fail: it refuses exactly when the verdict reaches it."""
+    at_fail = s.module("gpu_health", {"fail_on": "fail", "fail_hint": "gfrun hint"})
+    at_warn = s.module("gpu_health", {"fail_on": "warn", "fail_hint": "gfrun hint"})
+    check((at_fail["_rc"] != 0) == (at_fail["verdict"] == "fail"),
+          "fail_on=fail: rc %s for verdict %s" % (at_fail["_rc"], at_fail["verdict"]))
+    refused = at_warn["_rc"] != 0
+    check(refused == (at_warn["verdict"] in ("warn", "fail")), "fail_on=warn: rc %s for verdict %s"
+          % (at_warn["_rc"], at_warn["verdict"]))
+    check(not refused or "gfrun hint" in at_warn.get("msg", ""), "the refusal lacks the hint: %s" % at_warn.get("msg"))
+    return {"verdict": at_warn["verdict"], "fail_on_warn_refused": refused, "msg": at_warn.get("msg")}
+
+
 def free_port():
     import socket
     with socket.socket() as sock:
@@ -625,7 +663,7 @@ def case_role(s):
                  "phases": [(ph.get("name"), ph.get("at")) for ph in seen.get("phases") or []],
                  "running_used_mib": seen.get("running_used_mib"), "total_mib": seen.get("running_total_mib"),
                  "fraction": s.args.role_fraction, "holders_running": seen.get("running_holders"),
-                 "health": seen.get("health_status"),
+                 "health": seen.get("health_status"), "gpu_health_before_start": seen.get("gpu_health_verdict"),
                  "bench": [{k: lv.get(k) for k in ("concurrency", "completed", "failed", "output_tok_s", "duration_s")}
                            for lv in seen.get("bench_levels") or []],
                  "stop_wall_s": _num(seen.get("stop_wall_s")), "supervisor_stop": seen.get("supervisor_stop"),
@@ -634,6 +672,8 @@ def case_role(s):
         check(proc.returncode == 0, "the role play failed (rc %d): %s\n%s" % (proc.returncode, seen.get("failure"),
                                                                               "\n".join(out.splitlines()[-25:])))
         check(seen.get("health_status") == 200, "health %s" % seen.get("health_status"))
+        check(seen.get("gpu_health_verdict") in ("pass", "warn"), "the launch's health gate judged %s"
+              % seen.get("gpu_health_verdict"))
         check(all(u >= 0.95 * s.args.role_fraction * t for u, t in zip(seen["running_used_mib"], seen["running_total_mib"])),
               "GPU memory while running %s MiB, expected >= %.2f x total" % (seen["running_used_mib"], s.args.role_fraction))
         check(all(lv["completed"] > 0 and lv["failed"] == 0 and lv["output_tok_s"] > 0 for lv in seen["bench_levels"]),
@@ -777,7 +817,8 @@ CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
          ("daemon_title", case_daemon_title),
          ("nvml_monitor", case_nvml_monitor),
          ("check_mode", case_check_mode), ("clean_noop", case_clean_noop), ("role", case_role),
-         ("paused_tree", case_paused_tree), ("respawn_toll", case_respawn_toll), ("mps", case_mps)]
+         ("paused_tree", case_paused_tree), ("respawn_toll", case_respawn_toll), ("mps", case_mps),
+         ("health", case_health), ("health_gate", case_health_gate)]
 
 
 def versions():

@@ -15,7 +15,7 @@ import json
 import subprocess
 
 import pytest
-from _fleet_fixtures import REPO, ansible_env, needs_fleet, planned_commands, start_fleet, wait_for
+from _fleet_fixtures import PY, REPO, SIMCTL, ansible_env, needs_fleet, planned_commands, start_fleet, wait_for
 
 pytestmark = needs_fleet
 
@@ -292,6 +292,21 @@ def test_vllm_launch_keep_teardown_and_an_unknown_engine(request, tmp_path):
         line = summary_lines(down.output, fleet.name(index))[-1]
         assert "stopped vllm-%d (was running: True)" % fleet.server_port in line, line
         assert all_free(fleet, index), gpus(fleet, index)
+
+    # The health gate: a row remap pending on host 2's GPU 3 (DCGM fails it) refuses that host's start
+    # after the release, naming the check and the setting; the other host launches. The setting launches
+    # anyway, and the verdict is in the role's result.
+    fleet.ssh(2, '%s %s gpu health "$FAKE_NVML_ROOT" 3 remap_pending' % (PY, SIMCTL))
+    gated = fleet.playbook("launch.yml", vllm_vars(fleet))
+    assert gated.returncode != 0, gated.output[-6000:]
+    refusal = (summary_lines(gated.output, fleet.name(2)) or [gated.output[-8000:]])[-1]
+    assert "GPU health is fail, so nothing is started: GPU 3 row_remap_pending" in refusal, refusal
+    assert "Set vllm_server_allow_unhealthy_gpus to true to launch anyway" in refusal, refusal
+    assert "relaunched, ready after" in summary_lines(gated.output, fleet.name(1))[-1]
+    assert all_free(fleet, 2), gpus(fleet, 2)
+    allowed = fleet.playbook("launch.yml", vllm_vars(fleet, vllm_server_allow_unhealthy_gpus=True))
+    assert allowed.returncode == 0, allowed.output[-6000:]
+    assert "relaunched, ready after" in summary_lines(allowed.output, fleet.name(2))[-1]
 
 
 def test_vllm_survivors_of_a_killed_api_server_through_teardown_and_reset(request, tmp_path):

@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.accept imp
     detect_engine,
     read_server_info,
 )
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.bounds import value_problems
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories import by_category, with_pass
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
@@ -49,29 +50,10 @@ REQUEST_COUNTERS = tuple(engine.finished_requests for engine in _registry.engine
 
 
 def _check(params):
-    levels = params.get("levels") or DEFAULT_LEVELS
-    if any(lv < 1 for lv in levels):
-        raise InvalidInput("levels must all be >= 1, got %s" % levels)
-    rates = params.get("request_rates") or []
-    if any(r is None or r <= 0 for r in rates):
-        raise InvalidInput("request_rates must all be > 0, got %s" % rates)
-    if params.get("burstiness") is not None and params["burstiness"] <= 0:
-        raise InvalidInput("burstiness must be > 0")
-    if params.get("max_concurrency") is not None and params["max_concurrency"] < 1:
-        raise InvalidInput("max_concurrency must be >= 1")
-    ratio = params.get("range_ratio")
-    if ratio is not None and not 0.0 < ratio <= 1.0:
-        raise InvalidInput("range_ratio must be in (0, 1], got %s" % ratio)
-    for key in ("input_len", "output_len"):
-        if params[key] < 1:
-            raise InvalidInput("%s must be >= 1" % key)
-    if params.get("requests_per_level") is not None and params["requests_per_level"] < 1:
-        raise InvalidInput("requests_per_level must be >= 1")
-    if params.get("repeats") is not None and params["repeats"] < 1:
-        raise InvalidInput("repeats must be >= 1, got %s" % params["repeats"])
-    if params.get("warmup_requests") is not None and params["warmup_requests"] < 0:
-        raise InvalidInput("warmup_requests must be >= 0")
-    return levels
+    """The levels to run, once every given option's value is one llm_benchmark takes."""
+    for _key, problem in value_problems(params):
+        raise InvalidInput(problem)
+    return params.get("levels") or DEFAULT_LEVELS
 
 
 def run_benchmark(params: dict) -> dict:

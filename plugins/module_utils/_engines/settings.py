@@ -266,6 +266,11 @@ SETTINGS = (
         "holder).")),
     Setting("release_term_timeout", "int", default=10, plan=False, doc="gpu_release's C(term_timeout)."),
     Setting("release_timeout", "int", default=120, plan=False, doc="gpu_release's C(timeout)."),
+    Setting("allow_unhealthy_gpus", "bool", default=False, plan=False, doc=(
+        "After the release and before the start, the GPUs the server will use are judged as "
+        "gpufleet.serving.gpu_health judges them (DCGM's level-1 checks, docs/gpu_health.md); a C(fail) verdict "
+        "refuses the start, naming the reasons and this setting.",
+        "V(true) starts the server anyway; the verdict and reasons are still in C({prefix}result.health).")),
 )
 
 

@@ -445,9 +445,3 @@ def _all_pci_keys(session: Any, count: int, indices: list, records: list) -> set
         for rec in reply.get("gpus", []):
             keys.add(_xid.pci_key(rec.get("pci_bus_id")))
     return keys
-
-
-def health_facts(params: dict) -> dict:
-    """The gpu_health module's result from its parameters."""
-    return dict(gather(gpus=params["gpus"], nvml_timeout=params["nvml_timeout"],
-                       expected_gpus=params["expected_gpus"], kernel_log=params["kernel_log"]), changed=False)

@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.bounds import value_problems
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as _gates
@@ -96,7 +97,10 @@ def _words(value, spec):
 
 
 def _benchmark(src, path, value):
-    return _options(src, path, value, schema.benchmark_options(), "benchmark setting")
+    options = _options(src, path, value, schema.benchmark_options(), "benchmark setting")
+    for key, problem in value_problems(options):
+        raise src.error(path + (key,), problem)
+    return options
 
 
 def _gate_settings(src, path, value):

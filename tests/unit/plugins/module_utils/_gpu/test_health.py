@@ -292,6 +292,11 @@ def test_the_module_through_ansible(root):
     assert res["reasons"] == ["GPU 1 row_remap_pending: a row remap is pending: reset the GPU to apply it"]
     bad = run_module("gpu_health", {"expected_gpus": -2}, env=env)
     assert bad["_rc"] != 0 and "expected_gpus: -2 is negative" in bad["msg"]
+    gated = run_module("gpu_health", {"kernel_log": fakegpu.kernel_log(root), "fail_on": "fail",
+                                      "fail_hint": "Replace the GPU."}, env=env)
+    assert gated["_rc"] != 0 and gated["verdict"] == "fail" and len(gated["gpus"]) == 8
+    assert gated["msg"] == ("GPU health is fail, so nothing is started: GPU 1 row_remap_pending: a row remap is "
+                            "pending: reset the GPU to apply it. Replace the GPU.")
 
 
 def test_one_hung_gpu_is_named_and_the_gpus_after_it_unknown(root):

@@ -107,6 +107,12 @@ BAD = [
     (GOOD.replace("tp_size: 8}", "tp_size: 8, tp_size: 4}"), "variants[0].server.tp_size", "tp_size: 4",
      ["set twice"]),
     (GOOD.replace("reference: tp8\n", "reference: tp8\nspread: yes please\n"), "spread", "spread", ["true or false"]),
+    # Values llm_benchmark refuses are refused in the plan, before any server is launched.
+    (GOOD.replace("input_len: 16}", "input_len: 16, repeats: 0}"), "benchmark.repeats", "benchmark",
+     ["repeats must be >= 1, got 0"]),
+    (GOOD.replace("server: {model_path: /m, tp_size: 8}", "server: {model_path: /m, tp_size: 8}\n"
+                  "    benchmark: {requests_per_level: -4}"), "variants[0].benchmark.requests_per_level",
+     "requests_per_level", ["requests_per_level must be >= 1, got -4"]),
 ]
 
 
