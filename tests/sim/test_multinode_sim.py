@@ -1,0 +1,76 @@
+"""Simulated SGLang nodes of one server spanning hosts, on loopback: the rendezvous at
+--dist-init-addr, torch's timeouts when a node is missing, and the dummy health server of ranks
+>= 1 that answers 200 whatever their schedulers do (sglang 0.5.23 utils/common.py
+launch_dummy_health_check_server; sim/pypath/sglang/_sim/multinode.py)."""
+import os
+import signal
+
+import psutil
+import pytest
+from _server_fixtures import Server
+
+from tests.support.net import free_port
+from tests.support.polling import poll
+
+
+@pytest.fixture
+def start(tmp_path):
+    """Start simulated nodes (each in a directory of its own); all are stopped after."""
+    started = []
+
+    def run(args, **kw):
+        where = tmp_path / str(len(started))
+        where.mkdir()
+        started.append(Server(where, list(args), **kw))
+        return started[-1]
+
+    yield run
+    for server in reversed(started):
+        server.stop()
+
+
+def node(rank, dist_port, timeout=10):
+    return ["--nnodes", "2", "--node-rank", str(rank), "--dist-init-addr", "127.0.0.1:%d" % dist_port,
+            "--dist-timeout", str(timeout)]
+
+
+def schedulers(server):
+    return {" ".join(c.cmdline()).strip(): c for c in psutil.Process(server.pid).children()
+            if " ".join(c.cmdline()).startswith("sglang::scheduler")}
+
+
+def test_rank_1_joins_rank_0_and_its_health_stays_200_after_its_scheduler_died(start):
+    dist = free_port()
+    rank0 = start(node(0, dist), tp=4)
+    rank1 = start(node(1, dist), tp=4)
+    rank0.wait_ready()
+    rank1.wait_log("Dummy health check server started in background thread at 127.0.0.1:%d" % rank1.port)
+    assert sorted(schedulers(rank1)) == ["sglang::scheduler_TP0", "sglang::scheduler_TP1"]  # tp 4 over 2 nodes
+    assert "The server is fired up" not in rank1.log()  # only rank 0 serves HTTP
+    assert rank1.request("GET", "/health")[0] == 200 and rank1.request("GET", "/v1/models")[0] == 404
+
+    dead = schedulers(rank1)["sglang::scheduler_TP1"]
+    dead.kill()
+    poll(lambda: not dead.is_running() or dead.status() == psutil.STATUS_ZOMBIE, 10, what="the scheduler to die")
+    # Nothing notices: rank 1 joins TP0 first, its dummy /health answers 200, rank 0 still serves.
+    assert rank1.request("GET", "/health")[0] == 200 and rank1.request("GET", "/health_generate")[0] == 200
+    assert rank1.proc.poll() is None and rank0.request("GET", "/health")[0] == 200
+
+    os.kill(rank1.pid, signal.SIGTERM)  # only logs: it waits for rank 0's ShutdownReq
+    rank1.wait_log("SIGTERM received on node_rank 1; waiting for the rank-0 ShutdownReq broadcast to stop the "
+                   "schedulers.")
+    assert rank1.proc.poll() is None and rank1.request("GET", "/health")[0] == 200
+
+
+@pytest.mark.parametrize("rank, message", [
+    (1, "torch.distributed.DistNetworkError: The client socket has timed out after 2000ms while trying to connect to "
+        "(127.0.0.1, {port})."),
+    (0, "torch.distributed.DistStoreError: Timed out after 2 seconds waiting for clients. 1/2 clients joined."),
+], ids=["rank-0-missing", "rank-1-missing"])
+def test_a_missing_node_fails_the_start_after_the_dist_timeout(start, rank, message):
+    dist = free_port()
+    alone = start(node(rank, dist, timeout=2), tp=4)
+    assert alone.wait_exit(30) == 1
+    log = alone.log()
+    assert message.format(port=dist) in log, log[-2000:]
+    assert "Init parallel begin." not in log and not alone.group()
