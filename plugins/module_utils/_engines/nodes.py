@@ -25,6 +25,24 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import In
 DEFAULT_PORTS = {"sglang": 20000, "vllm": 29501}
 
 
+# What each engine refuses of a group's sizes, checked before any host is touched (_server/group.py):
+# the flags of the sizes the settings lack (read from extra_args), which sizes multiply into the GPUs
+# of the group, its words when nnodes does not divide them, and its words for data-parallel replicas
+# across nodes where it refuses them.
+# SGLang 0.5.23: sglang/srt/arg_groups/fields/parallel.py (the aliases); validation_hook.py
+# check_server_args asserts (tp_size * pp_size) % nnodes == 0 and no dp_size > 1 with nnodes != 1.
+# vLLM 0.33.0: vllm/engine/arg_utils.py add_cli_args (the flags) and create_engine_config (the world
+# size dp * pp * tp that --nnodes must divide).
+GROUP_SIZES = {
+    "sglang": {"flags": {"pp": ("--pp-size", "--pipeline-parallel-size"), "dp": ("--dp-size", "--data-parallel-size")},
+               "world": ("tp", "pp"), "indivisible": "tp_size must be divisible by number of nodes",
+               "no_dp": "multi-node data-parallel replicas are not supported; use attention DP"},
+    "vllm": {"flags": {"pp": ("--pipeline-parallel-size", "-pp"), "dp": ("--data-parallel-size", "-dp")},
+             "world": ("dp", "pp", "tp"), "indivisible": "--nnodes must evenly divide the total world size",
+             "no_dp": None},
+}
+
+
 def spans_hosts(values: dict) -> bool:
     return len(values.get("nodes") or []) > 1
 

@@ -25,16 +25,9 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import nodes as _nodes
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as _settings
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-
-# Sizes read from extra_args (the settings have tp_size only): {engine: {size: flags}}.
-# sglang/srt/arg_groups/fields/parallel.py (aliases); vllm/engine/arg_utils.py add_cli_args.
-SIZE_FLAGS = {
-    "sglang": {"pp": ("--pp-size", "--pipeline-parallel-size"), "dp": ("--dp-size", "--data-parallel-size")},
-    "vllm": {"pp": ("--pipeline-parallel-size", "-pp"), "dp": ("--data-parallel-size", "-dp")},
-}
-
 
 def group_name(members: list) -> str:
     """A group as messages name it: its hosts, rank 0 first."""
@@ -63,28 +56,28 @@ def size_from(extra_args: list, flags: tuple) -> int:
 
 
 def check_sizes(engine: str, values: dict, members: list, host: str) -> int:
-    """Refuse sizes the engine refuses across len(MEMBERS) nodes; the GPUs each node runs."""
+    """Refuse sizes the engine refuses across len(MEMBERS) nodes (_engines/nodes.py GROUP_SIZES); the GPUs
+    each node runs."""
     prefix = engine + "_server_"
+    title = _registry.get(engine).title
     count = len(members)
-    flags = SIZE_FLAGS.get(engine, {})
-    pp = size_from(values.get("extra_args"), flags.get("pp", ()))
-    dp = size_from(values.get("extra_args"), flags.get("dp", ()))
-    tp = int(values["tp_size"])
-    if engine == "sglang":
-        if dp > 1:
-            raise _refuse(members, host, "SGLang refuses data-parallel replicas across nodes (dp_size %d with nnodes %d: "
-                                         "\"multi-node data-parallel replicas are not supported; use attention DP\"): "
-                                         "remove the dp size from %sextra_args" % (dp, count, prefix))
-        world = tp * pp
-    else:
-        world = dp * pp * tp
+    rules = _nodes.GROUP_SIZES.get(engine) or {"flags": {}, "world": ("tp",), "indivisible": "", "no_dp": None}
+    sizes = {"tp": int(values["tp_size"])}
+    for size in ("pp", "dp"):
+        sizes[size] = size_from(values.get("extra_args"), rules["flags"].get(size, ()))
+    if rules["no_dp"] and sizes["dp"] > 1:
+        raise _refuse(members, host, "%s refuses data-parallel replicas across nodes (dp size %d with %d nodes: \"%s\"): "
+                                     "remove the dp size from %sextra_args"
+                                     % (title, sizes["dp"], count, rules["no_dp"], prefix))
+    world = 1
+    for size in rules["world"]:
+        world *= sizes[size]
     if world % count:
-        what = "tp_size %d" % tp + (" x pp %d" % pp if pp > 1 else "") + (" x dp %d" % dp if dp > 1 else "")
+        what = " x ".join("%s %d" % ("tp_size" if s == "tp" else s, sizes[s]) for s in ("tp", "pp", "dp")
+                          if s in rules["world"] and (s == "tp" or sizes[s] > 1))
         raise _refuse(members, host, "%s (%d GPUs) is not divisible by the group's %d nodes (%s refuses it: \"%s\"): "
-                                     "set %stp_size to a multiple of %d" % (
-                                         what, world, count, "SGLang" if engine == "sglang" else "vLLM",
-                                         "tp_size must be divisible by number of nodes" if engine == "sglang"
-                                         else "--nnodes must evenly divide the total world size", prefix, count))
+                                     "set %stp_size to a multiple of %d"
+                                     % (what, world, count, title, rules["indivisible"], prefix, count))
     per_node = world // count
     gpus = values.get("gpus") or []
     if gpus and len(gpus) != per_node:

@@ -84,7 +84,7 @@ def test_each_nodes_command_line_vllm():
     ("vllm", {"gpu_a": {"tp_size": 3, "extra_args": ["-pp", "3"]}, "gpu_b": {"tp_size": 3, "extra_args": ["-pp", "3"]}},
      r"tp_size 3 x pp 3 \(9 GPUs\) is not divisible by the group's 2 nodes \(vLLM refuses it"),
     ("sglang", {"gpu_a": {"extra_args": ["--dp-size=2"]}, "gpu_b": {"extra_args": ["--dp-size=2"]}},
-     r"host gpu-a: SGLang refuses data-parallel replicas across nodes"),
+     r"host gpu-a: SGLang refuses data-parallel replicas across nodes \(dp size 2 with 2 nodes"),
     ("sglang", {"gpu_b": {"gpus": [0, 1, 2, 3]}},
      r"host gpu-b: sglang_server_gpus lists 4 GPUs but each node of the group runs 8 \(16 across 2 nodes\)"),
     ("sglang", {"gpu_b": {"nodes": ["gpu-b", "gpu-c"]}, "gpu_c": {"nodes": ["gpu-b", "gpu-c"], "tp_size": 16}},
