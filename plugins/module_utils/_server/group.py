@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as _settings
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 
+
 def group_name(members: list) -> str:
     """A group as messages name it: its hosts, rank 0 first."""
     return "server group [%s]" % ", ".join(members)
