@@ -1,13 +1,16 @@
-"""Simulated SGLang nodes of one server spanning hosts, on loopback: the rendezvous at
---dist-init-addr, torch's timeouts when a node is missing, and the dummy health server of ranks
->= 1 that answers 200 whatever their schedulers do (sglang 0.5.23 utils/common.py
-launch_dummy_health_check_server; sim/pypath/sglang/_sim/multinode.py)."""
+"""Simulated nodes of one server spanning hosts, on loopback.
+
+SGLang: the rendezvous at --dist-init-addr, torch's timeouts when a node is missing, and the dummy
+health server of ranks >= 1 that answers 200 whatever their schedulers do (sglang 0.5.23
+utils/common.py launch_dummy_health_check_server; sim/pypath/sglang/_sim/multinode.py).
+vLLM: the head serves HTTP, a --headless node runs only its workers and outlives the head
+(sim/pypath/vllm/_sim/multinode.py)."""
 import os
 import signal
 
 import psutil
 import pytest
-from _server_fixtures import Server
+from _server_fixtures import Server, VllmServer
 
 from tests.support.net import free_port
 from tests.support.polling import poll
@@ -22,6 +25,21 @@ def start(tmp_path):
         where = tmp_path / str(len(started))
         where.mkdir()
         started.append(Server(where, list(args), **kw))
+        return started[-1]
+
+    yield run
+    for server in reversed(started):
+        server.stop()
+
+
+@pytest.fixture
+def start_vllm(tmp_path):
+    started = []
+
+    def run(*args, **kw):
+        where = tmp_path / ("v%d" % len(started))
+        where.mkdir()
+        started.append(VllmServer(where, None, *args, **kw))
         return started[-1]
 
     yield run
@@ -74,3 +92,43 @@ def test_a_missing_node_fails_the_start_after_the_dist_timeout(start, rank, mess
     log = alone.log()
     assert message.format(port=dist) in log, log[-2000:]
     assert "Init parallel begin." not in log and not alone.group()
+
+
+def vllm_node(rank, master_port, timeout=10):
+    return ["--nnodes", "2", "--node-rank", str(rank), "--master-addr", "127.0.0.1", "--master-port",
+            str(master_port), "--distributed-timeout-seconds", str(timeout)] + (["--headless"] if rank else [])
+
+
+def _workers(proc):
+    return sorted(" ".join(c.cmdline()).strip() for c in psutil.Process(proc.pid).children(recursive=True)
+                  if " ".join(c.cmdline()).startswith("VLLM::Worker"))
+
+
+def test_vllm_head_serves_and_a_headless_node_outlives_it(start_vllm):
+    master = free_port()
+    head = start_vllm(*vllm_node(0, master), tp=4)
+    other = start_vllm(*vllm_node(1, master), tp=4)
+    head.wait_ready()
+    other_log = ("Launching vLLM (v0.33.0) headless multiproc executor, with head node address 127.0.0.1:%d for "
+                 "torch.distributed process group." % master)
+    poll(lambda: other_log in other.log() and len(_workers(other.proc)) == 2, 30, what="the headless node's workers")
+    assert "(MainProcess pid=%d)" % other.proc.pid in other.log() and "Application startup complete" not in other.log()
+    assert _workers(head.proc) == ["VLLM::Worker_TP0", "VLLM::Worker_TP1"]  # tp 4 over 2 nodes
+    assert head.request("GET", "/health")[0] == 200
+
+    head.stop()  # the head dies: nothing tells the headless node (vllm #32136)
+    assert other.proc.poll() is None and len(_workers(other.proc)) == 2
+    workers = psutil.Process(other.proc.pid).children(recursive=True)
+    other.proc.send_signal(signal.SIGTERM)  # its own SIGTERM stops it and its workers
+    poll(lambda: other.proc.poll() is not None, 20, what="the headless node to exit")
+    assert other.proc.returncode == 0 and not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE
+                                                   for w in workers)
+
+
+def test_vllm_a_missing_head_fails_the_headless_node_after_its_timeout(start_vllm):
+    master = free_port()
+    other = start_vllm(*vllm_node(1, master, timeout=2), tp=4)
+    poll(lambda: other.proc.poll() is not None, 30, what="the headless node to give up")
+    assert other.proc.returncode == 1
+    assert ("torch.distributed.DistNetworkError: The client socket has timed out after 2000ms while trying to "
+            "connect to (127.0.0.1, %d)." % master) in other.log()

@@ -81,6 +81,15 @@ def join(host, port, rank, timeout):
         time.sleep(RETRY_EVERY_S)
 
 
+def meet(host, port, rank, nnodes, timeout):
+    """This node's side of the rendezvous: rank 0 serves it (returns its listener, to keep open while
+    the server runs), the others join (return None)."""
+    if rank == 0:
+        return serve(host, port, nnodes, timeout)[1]
+    join(host, port, rank, timeout)
+    return None
+
+
 class _DummyHealth(http.server.BaseHTTPRequestHandler):
     """SGLang 0.5.23 launch_dummy_health_check_server (srt/utils/common.py): /ping, /health and
     /health_generate answer 200 whatever the node's schedulers do; anything else 404 (FastAPI's)."""
@@ -98,13 +107,17 @@ class _DummyHealth(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def host_port(host, port):
+    """HOST:PORT, an IPv6 address in brackets."""
+    return "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+
+
 def dummy_health_server(host, port, log):
     """Start the dummy health server in a daemon thread, logging as SGLang does."""
     server = http.server.ThreadingHTTPServer((host, port), _DummyHealth)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="health-check-server", daemon=True).start()
-    where = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
-    log.info("Dummy health check server started in background thread at %s", where)
+    log.info("Dummy health check server started in background thread at %s", host_port(host, port))
     return server
 
 

@@ -37,10 +37,7 @@ class Node:
         self.listener = None
 
     def rendezvous(self):
-        if self.rank == 0:
-            unused, self.listener = rendezvous.serve(self.host, self.port, self.nnodes, self.timeout)
-        else:
-            rendezvous.join(self.host, self.port, self.rank, self.timeout)
+        self.listener = rendezvous.meet(self.host, self.port, self.rank, self.nnodes, self.timeout)
 
     def serve_health_until_schedulers_exit(self, workers):
         """Ranks >= 1 after their schedulers are ready: the dummy health server, then join them."""
