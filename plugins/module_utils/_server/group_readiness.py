@@ -16,12 +16,26 @@ No I/O: the caller reads each node's processes (the role's per-host probe) and r
 
 from __future__ import annotations
 
+# Seconds past the dist timeout before a node that has not come up fails the group: the engines' own
+# wait (torch's rendezvous) ends at the dist timeout, then the node's log and process need a moment.
+JOIN_MARGIN_S = 10.0
+# torch's default process-group timeout for NCCL (10 minutes, torch.distributed.constants; torch is not
+# in this environment, so quoted, not read), when the group sets no dist_timeout.
+TORCH_DEFAULT_TIMEOUT_S = 600.0
 
-def assess(planned: dict, rank0_generates: bool, processes: dict) -> dict:
+
+def join_deadline(dist_timeout: float | None, margin: float = JOIN_MARGIN_S) -> float:
+    """Seconds after the launch by which every node must have started its ranks."""
+    return float(dist_timeout or TORCH_DEFAULT_TIMEOUT_S) + margin
+
+
+def assess(planned: dict, rank0_generates: bool, processes: dict, elapsed: float | None = None,
+           dist_timeout: float | None = None) -> dict:
     """PLANNED: group.plan_groups()'s {host: ...} for one group; PROCESSES: {host: {"main": bool, "ranks": the
     count of live schedulers or workers, "started": whether all of them were seen alive once}} for every node but
     rank 0 (a node not read yet: absent). Fewer ranks than GPUs is a node still starting until it has started, a
-    dead rank after.
+    dead rank after. With ELAPSED (seconds since the launch) past join_deadline(DIST_TIMEOUT), a node that is
+    still not complete has failed: it never joined.
 
     {"ready", "failed" (the nodes found dead), "waiting" (the nodes not seen complete yet), "message"}."""
     members = sorted(planned, key=lambda h: planned[h]["rank"])
@@ -37,6 +51,10 @@ def assess(planned: dict, rank0_generates: bool, processes: dict) -> dict:
             failed.append((host, "%d of its %d ranks are alive" % (seen.get("ranks", 0), want)))
         elif seen.get("ranks", 0) < want:
             waiting.append(host)
+    if elapsed is not None and elapsed > join_deadline(dist_timeout):
+        failed += [(h, "it did not start its ranks within the dist timeout (%d s) + %d s"
+                    % (join_deadline(dist_timeout, 0), JOIN_MARGIN_S)) for h in waiting]
+        waiting = []
     if not rank0_generates:
         waiting.insert(0, members[0])
     group = planned[members[0]]["group"]

@@ -16,7 +16,8 @@ import socket
 import threading
 import time
 
-# torch's default process-group timeout, used when the command line gives none.
+# torch's default process-group timeout for NCCL (10 minutes; quoted, not read: torch is not here),
+# used when the command line gives none.
 DEFAULT_TIMEOUT_S = 600.0
 RETRY_EVERY_S = 0.1
 

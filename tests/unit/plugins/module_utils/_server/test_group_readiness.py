@@ -37,3 +37,13 @@ def test_a_dead_rank_fails_the_group_naming_the_node_even_while_rank_0_generates
     assert (out["ready"], out["failed"]) == (False, ["gpu-b", "gpu-c"])
     assert out["message"] == ("server group [gpu-a, gpu-b, gpu-c] failed: node gpu-b (rank 1): 7 of its 8 ranks are "
                               "alive; node gpu-c (rank 2): its main process is gone")
+
+
+def test_a_node_that_never_joined_fails_after_the_dist_timeout_and_the_margin():
+    starting = {"gpu-b": ALL, "gpu-c": {"main": True, "ranks": 0}}
+    assert gr.assess(PLANNED, False, starting, elapsed=130, dist_timeout=120)["failed"] == []
+    out = gr.assess(PLANNED, False, starting, elapsed=130.5, dist_timeout=120)
+    assert (out["failed"], out["waiting"]) == (["gpu-c"], ["gpu-a"])
+    assert out["message"] == ("server group [gpu-a, gpu-b, gpu-c] failed: node gpu-c (rank 2): it did not start its "
+                              "ranks within the dist timeout (120 s) + 10 s")
+    assert gr.join_deadline(None) == 610.0  # torch's default
