@@ -5,10 +5,10 @@ What real SGLang does, and this imitates (sglang/srt/...):
   _resolve_dist_init_method -> torch init_process_group with timeout=--dist-timeout); rank 0 hosts
   the store. The simulator rendezvouses in the main process, before the schedulers start
   (_simcore/rendezvous.py), so a node that never joins fails the start-up with torch's error;
-- each node runs its share of the TP ranks, tp_size // nnodes (entrypoints/engine.py
-  _calculate_rank_ranges; the simulator numbers them from 0 on every node, where real SGLang gives
-  node 1 of a TP16 group TP8..TP15);
-- rank 0 alone runs the tokenizer, the detokenizer and the HTTP server;
+- each node runs its share of the TP ranks, tp_size // nnodes, node r the ranks from r * that
+  (entrypoints/engine.py _calculate_rank_ranges: node 1 of a TP16 group runs TP8..TP15);
+- rank 0 alone runs the tokenizer, the detokenizer and the HTTP server ("Non-zero-rank nodes do
+  not run tokenizer processes", engine.py _launch_subprocesses);
 - ranks >= 1 wait for their schedulers, start launch_dummy_health_check_server on --host:--port
   (utils/common.py), which answers 200 whatever their schedulers do, and then only join their
   schedulers one after the other, logging "Scheduler or DataParallelController PID terminated with
@@ -21,6 +21,9 @@ import copy
 import signal
 
 from _simcore import rendezvous
+
+from sglang._sim import worker
+from sglang._sim.workers import Workers
 
 
 class Node:
@@ -35,6 +38,12 @@ class Node:
         self.host, self.port = rendezvous.split_host_port(real.dist_init_addr or "127.0.0.1:0")
         self.timeout = float(real.dist_timeout) if real.dist_timeout else rendezvous.DEFAULT_TIMEOUT_S
         self.listener = None
+
+    def workers(self, local_args, conf, log):
+        """This node's children: its TP ranks of the whole group (numbered as the group numbers them)."""
+        conf = dict(conf, tp_size=self.local_args.tp_size * self.nnodes,
+                    tp_offset=self.rank * self.local_args.tp_size)
+        return Workers(local_args, conf, log) if self.rank == 0 else _SchedulersOnly(local_args, conf, log)
 
     def rendezvous(self):
         self.listener = rendezvous.meet(self.host, self.port, self.rank, self.nnodes, self.timeout)
@@ -55,6 +64,15 @@ class Node:
                 self.log.error("Scheduler or DataParallelController %d terminated with %s", proc.pid, proc.exitcode)
         workers.end()
         return 0
+
+
+class _SchedulersOnly(Workers):
+    """A node of rank >= 1: its schedulers, no detokenizer or tokenizer worker."""
+
+    def start(self):
+        for local in range(self.args.tp_size):
+            rank = self.conf["tp_offset"] + local
+            self._spawn("scheduler_%d" % rank, worker.run_scheduler, (rank, self.conf))
 
 
 def start(args, log):

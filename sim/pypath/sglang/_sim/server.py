@@ -43,7 +43,7 @@ def main(argv, entry="launch_server"):
         gpu_ids = gpus.physical_ids(local.tp_size * local.dp_size)
         if not gpus.fake_root() and not args.sim_real_gpu:
             log.warning("FAKE_NVML_ROOT is not set: no GPU memory is held")
-        workers = Workers(local, _worker_conf(local, target, draft, gpu_ids), log)
+        workers = (node.workers if node else Workers)(local, _worker_conf(local, target, draft, gpu_ids), log)
         workers.start()
         info = workers.wait_ready()
         if node and node.rank > 0:
