@@ -142,6 +142,32 @@ options:
     type: list
     elements: str
     default: []
+  nodes:
+    description:
+      - The inventory hosts of one server that spans hosts, rank 0 first (rank = position); empty or one host for a
+        server on this host alone (docs/multinode.md).
+      - With two or more, the command line gets this node's share - SGLang C(--nnodes N --node-rank R --dist-init-addr
+        ADDR:PORT), vLLM C(--nnodes N --node-rank R --master-addr ADDR --master-port PORT) and C(--headless) on every
+        node but rank 0.
+    type: list
+    elements: str
+    default: []
+  node:
+    description: This host's name in O(nodes) (its rank is its position); required with two or more O(nodes).
+    type: str
+    default: ""
+  dist_addr:
+    description: Rank 0's address as the other nodes reach it; required with two or more O(nodes).
+    type: str
+    default: ""
+  dist_port:
+    description: The rendezvous port on rank 0; null takes 20000 for SGLang, vLLM's own 29501 for vLLM.
+    type: int
+  dist_timeout:
+    description:
+      - SGLang's C(--dist-timeout) or vLLM's C(--distributed-timeout-seconds), seconds torch.distributed's initialisation
+        waits for every rank; null leaves it out.
+    type: int
   extra_args:
     description: More C(sglang serve) arguments, last.
     type: list
@@ -445,6 +471,11 @@ def argument_spec():
             num_draft_tokens=dict(type="int", no_log=False),
         )),
         speculative_args=dict(type="list", elements="str", default=[]),
+        nodes=dict(type="list", elements="str", default=[]),
+        node=dict(type="str", default=""),
+        dist_addr=dict(type="str", default=""),
+        dist_port=dict(type="int"),
+        dist_timeout=dict(type="int"),
         extra_args=dict(type="list", elements="str", default=[]),
         env=dict(type="dict", default={}),
         gpus=dict(type="list", elements="raw", default=[]),

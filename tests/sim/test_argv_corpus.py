@@ -17,6 +17,8 @@ import pytest
 import realsglang
 from _server_fixtures import EAGLE, KIMI, SGLANG_CLI, SGLANG_PYTHON
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as _settings
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import group as _group
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as _plan
 
 OK, ARGPARSE, EXCEPTION = 0, 2, 1  # exit codes: accepted, argparse refusal, a raised error
@@ -24,6 +26,7 @@ MODEL = ["--model-path", "/models/moonshotai/Kimi-K2.5-INT4"]
 SPEC = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/eagle3",
         "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
         "--speculative-num-draft-tokens", "4"]
+NODES = ["--tp-size", "16", "--nnodes", "2", "--dist-init-addr", "10.0.0.1:20000"]
 
 # (id, argv after the entry point, {config file name: text} or None, entry, exit code, message part)
 HAND = [
@@ -65,6 +68,17 @@ HAND = [
      "launch_server", EXCEPTION, "ValueError: Config file must be YAML format, got: .json"),
     ("config-twice", MODEL + ["--config", "{c}", "--config", "{c}"], {"c.yaml": "tp-size: 2\n"},
      "launch_server", EXCEPTION, "ValueError: Multiple config files specified! Only one allowed."),
+    # A server spanning hosts (sglang/srt/arg_groups/fields/parallel.py); the sizes are totals across the nodes.
+    ("multinode-rank0", MODEL + NODES + ["--node-rank", "0"], None, "launch_server", OK, ""),
+    ("multinode-rank1-timeout", MODEL + NODES + ["--node-rank", "1", "--dist-timeout", "120"], None, "serve", OK, ""),
+    ("multinode-alias-ipv6", MODEL + ["--tp-size", "16", "--nnodes", "2", "--node-rank", "1", "--nccl-init-addr",
+                                      "[fd00::1]:20000"], None, "launch_server", OK, ""),
+    # Divisibility is asserted later (validation_hook.py check_server_args), not by the parser:
+    # the group planner refuses it before any host is touched (_server/group.py).
+    ("multinode-tp-indivisible-parses", MODEL + ["--tp-size", "15", "--nnodes", "2", "--node-rank", "0"], None,
+     "launch_server", OK, ""),
+    ("multinode-bad-rank", MODEL + ["--nnodes", "2", "--node-rank", "one"], None, "launch_server", ARGPARSE,
+     "argument --node-rank: invalid int value: 'one'"),
     ("serve-positional", ["/models/m", "--tp-size", "2"], None, "serve", OK, ""),
     ("serve-model-type", ["--model-type", "llm", "--model-path", "/models/m"], None, "serve", OK, ""),
     ("serve-unknown", ["/models/m", "--tp-sizes", "2"], None, "serve", ARGPARSE,
@@ -164,6 +178,26 @@ def test_speculative_settings_compose_what_real_sglang_parses_to_them():
     assert real.code == 0, real.message[-600:]
     assert (real.args.speculative_algorithm, real.args.speculative_draft_model_path, real.args.speculative_num_steps,
             real.args.speculative_eagle_topk, real.args.speculative_num_draft_tokens) == tuple(SETTINGS.values())
+
+
+@pytest.mark.parametrize("members, tp, address", [
+    (["gpu-a", "gpu-b"], 16, "10.0.0.1"), (["gpu-a", "gpu-b", "gpu-c", "gpu-d"], 32, "fd00::1"),
+], ids=["tp16-2-nodes", "tp32-4-nodes-ipv6"])
+def test_every_node_of_a_planned_group_parses_with_real_sglang(members, tp, address):
+    """The group planner's command line of each node is one real SGLang accepts, with the rank,
+    the node count and rank 0's address where real SGLang reads them."""
+    servers = {h: dict(_settings.resolve("sglang", {"model_path": MODEL[1], "tp_size": tp, "nodes": members,
+                                                    "dist_timeout": 300}), engine="sglang") for h in members}
+    planned = _group.plan_groups("sglang", servers, members, {members[0]: address})
+    for rank, host in enumerate(members):
+        p = dict(servers[host], **_group.node_settings(planned[host]))
+        p.update(python=SGLANG_PYTHON, entry_point=SGLANG_CLI, supervisor="process")
+        entry, flags = _role_argv.split_entry(_plan.compose(p)["argv"])
+        real = realsglang.parse(flags, entry)
+        assert real.code == 0, (host, real.message[-600:])
+        assert (real.args.tp_size, real.args.nnodes, real.args.node_rank, real.args.dist_timeout) == (
+            tp, len(members), rank, 300), host
+        assert real.args.dist_init_addr == ("[%s]:20000" % address if ":" in address else "%s:20000" % address)
 
 
 # A handful run as processes: the exit code and SGLang's last line, as a host would see them.

@@ -79,3 +79,35 @@ def test_a_bad_extra_arg_is_refused_like_vllm(tmp_path):
                         capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(cp.stdout) == [{"exit": 2}]
     assert "unrecognized arguments: --tp-size 2" in cp.stderr
+
+
+PARSE_NODES = """\
+import json, sys
+from vllm._sim import args
+out = []
+for argv in json.load(sys.stdin):
+    ns = args.parse(argv)
+    out.append({k: getattr(ns, k) for k in ("tp", "nnodes", "node_rank", "master_addr", "master_port", "headless",
+                                            "distributed_timeout_seconds")})
+print(json.dumps(out))
+"""
+
+
+def test_every_node_of_a_planned_vllm_group_parses(tmp_path):
+    """Each node's `vllm serve` line of a 2-node group parses with vLLM 0.33.0's flag set to its rank,
+    rank 0's address and --headless on the other node only."""
+    from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings
+    from ansible_collections.gpufleet.serving.plugins.module_utils._server import group
+    members = ["gpu-a", "gpu-b"]
+    servers = {h: dict(settings.resolve("vllm", {"model_path": KIMI, "tp_size": 16, "nodes": members,
+                                                 "dist_timeout": 300}), engine="vllm") for h in members}
+    planned = group.plan_groups("vllm", servers, members, {"gpu-a": "10.0.0.1"})
+    argvs = [pl.compose(dict(servers[h], python=VLLM_PYTHON, entry_point=VLLM_CLI, supervisor="process",
+                             state_dir=str(tmp_path), **group.node_settings(planned[h])))["argv"][2:] for h in members]
+    cp = subprocess.run([VLLM_PYTHON, "-c", PARSE_NODES], input=json.dumps(argvs), capture_output=True, text=True,
+                        timeout=60, check=True)
+    got = json.loads(cp.stdout)
+    for rank, one in enumerate(got):
+        assert one == {"tp": 16, "nnodes": "2", "node_rank": str(rank), "master_addr": "10.0.0.1",
+                       "master_port": "29501", "headless": True if rank else None,
+                       "distributed_timeout_seconds": "300"}, one

@@ -24,7 +24,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import nodes as _nodes
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+
+# The engines whose servers can span hosts.
+MULTINODE = ("sglang", "vllm")
 
 STATES = ("started", "stopped", "restarted", "planned")
 
@@ -59,6 +63,12 @@ class Setting:
     required: bool = False
     # A drafter setting (DRAFTER): the server setting it sets, where the engine has it (None: none).
     server_setting: str | None = None
+    # Whether the nodes of one server group may set it differently (_server/group.py compares the
+    # others across the group before any host is touched).
+    per_node: bool = False
+    # A value no one sets: DERIVE(engine, the settings) computes it from the group settings (nodes,
+    # node, dist_addr, dist_port) when the command line is composed. Not a role variable.
+    derive: Any = None
 
     def applies_to(self, engine: str) -> bool:
         return self.engines is None or engine in self.engines
@@ -121,7 +131,7 @@ SETTINGS = (
                 "sglang": "Tensor-parallel size (C(--tp-size)).",
                 "vllm": "Tensor-parallel size (C(--tensor-parallel-size)).",
                 "*": "Tensor-parallel size."}),
-    Setting("host", "str", default="127.0.0.1",
+    Setting("host", "str", per_node=True, default="127.0.0.1",
             flags={"sglang": ("--host", "value"), "vllm": ("--host", "value")},
             doc="Listen address. Loopback by default; set a routable address only behind a firewall."),
     Setting("port", "int", default=Computed("", None, _default_port),
@@ -178,6 +188,50 @@ SETTINGS = (
                     "C(api-key); {title} reads its flags from it), so it is not on the command line that every local "
                     "user can read in C(/proc). Never logged by the role; only its digest enters the fingerprint. The "
                     "file is removed when the server is stopped.",)}),
+    # A server that spans hosts (docs/multinode.md): the group settings, then the flags derived from them
+    # (_engines/nodes.py), which a server with fewer than two nodes leaves out.
+    Setting("nodes", "list", elements="str", engines=MULTINODE, default=[], doc=(
+        "The inventory hosts one server spans, rank 0 first (rank = position), e.g. the hosts of an inventory group "
+        "(C(groups['kimi_tp16'])); set it alike on every one of them (a group variable). Empty or one host: a "
+        "server on this host alone, its command line unchanged.",
+        "Rank 0 serves HTTP (the benchmark's target); every other node runs its share of the ranks "
+        "({title}'s sizes, O({prefix}tp_size) included, are totals across the nodes). Before any host is touched a "
+        "group is refused, naming it and the host, when its nodes disagree on a setting that must match, when a host is "
+        "in two groups, when it names a host the play does not reach, or when the sizes do not divide among its "
+        "nodes.")),
+    Setting("node", "str", engines=MULTINODE, default="", per_node=True, doc=(
+        "This host's name in O({prefix}nodes), which gives its rank; the roles pass C(inventory_hostname).")),
+    Setting("dist_addr", "str", engines=MULTINODE, default="", doc=(
+        "Rank 0's address as the other nodes reach it (the torch rendezvous); empty takes rank 0's C(ansible_host), "
+        "else its inventory name.")),
+    Setting("dist_port", "int", engines=MULTINODE, default=dict(_nodes.DEFAULT_PORTS), doc={
+        "sglang": "The rendezvous port on rank 0 (C(--dist-init-addr ADDR:PORT)); SGLang has no default of its own. "
+                  "With attention DP it also takes the next 6 ports.",
+        "*": "The rendezvous port on rank 0 (C(--master-port); vLLM's own default, 29501)."}),
+    Setting("dist_timeout", "int", engines=MULTINODE,
+            flags={"sglang": ("--dist-timeout", "value"), "vllm": ("--distributed-timeout-seconds", "value")}, doc={
+                "sglang": "C(--dist-timeout), seconds torch.distributed's initialisation waits for every rank; null "
+                          "leaves torch's default.",
+                "*": "C(--distributed-timeout-seconds), seconds torch.distributed's initialisation waits for every "
+                     "rank; null leaves torch's default."}),
+    # sglang/srt/arg_groups/fields/parallel.py: --nnodes, --node-rank, --dist-init-addr (alias --nccl-init-addr).
+    # vllm/engine/arg_utils.py add_cli_args: --nnodes/-n, --node-rank/-r, --master-addr, --master-port;
+    # --headless (vllm/entrypoints/cli/serve.py) on every node but the head.
+    Setting("nnodes", "int", engines=MULTINODE, derive=_nodes.nnodes,
+            flags={"sglang": ("--nnodes", "value"), "vllm": ("--nnodes", "value")},
+            doc="C(--nnodes): the count of O({prefix}nodes)."),
+    Setting("node_rank", "int", engines=MULTINODE, derive=_nodes.rank, per_node=True,
+            flags={"sglang": ("--node-rank", "value"), "vllm": ("--node-rank", "value")},
+            doc="C(--node-rank): the position of O({prefix}node) in O({prefix}nodes)."),
+    Setting("dist_init_addr", "str", engines=("sglang",), derive=_nodes.dist_init_addr,
+            flags={"sglang": ("--dist-init-addr", "text")},
+            doc="C(--dist-init-addr ADDR:PORT) from O({prefix}dist_addr) and O({prefix}dist_port)."),
+    Setting("master_addr", "str", engines=("vllm",), derive=_nodes.address,
+            flags={"vllm": ("--master-addr", "text")}, doc="C(--master-addr): O({prefix}dist_addr)."),
+    Setting("master_port", "int", engines=("vllm",), derive=_nodes.master_port,
+            flags={"vllm": ("--master-port", "value")}, doc="C(--master-port): O({prefix}dist_port)."),
+    Setting("headless", "bool", engines=("vllm",), derive=_nodes.headless, per_node=True,
+            flags={"vllm": ("--headless", "switch")}, doc="C(--headless) on every node but rank 0."),
     Setting("speculative", "dict", doc={
         "vllm": (
             "EAGLE-style speculative decoding as neutral settings, composed for this engine by "
@@ -200,11 +254,11 @@ SETTINGS = (
             flags={"sglang": (None, "args"), "vllm": (None, "args")}, doc={
                 "vllm": "More C(vllm serve) arguments, one list element each, last on the command line.",
                 "*": "More C({engine} serve) arguments, one list element each."}),
-    Setting("env", "dict", default={}, doc="Environment variables for the server."),
-    Setting("python", "str", default="python3", doc={
+    Setting("env", "dict", per_node=True, default={}, doc="Environment variables for the server."),
+    Setting("python", "str", per_node=True, default="python3", doc={
         "vllm": "The Python interpreter of the vLLM environment on the host (reads the installed vllm version).",
         "*": "The Python interpreter of the {title} environment on the host."}),
-    Setting("entry_point", "str", default="", doc={
+    Setting("entry_point", "str", per_node=True, default="", doc={
         "sglang": (
             "The SGLang entry point, run as C(ENTRY serve ARGS...) (the entry point sglang 0.5.23 recommends).",
             "Empty means C(sglang) in the directory of O({prefix}python) (the environment's console script), or "
@@ -216,25 +270,26 @@ SETTINGS = (
             "Empty means the engine's console script in the directory of O({prefix}python), or on C(PATH) when "
             "O({prefix}python) is a bare name. A launch fails early, naming this variable, when that file does not "
             "exist.")}),
-    Setting("gpus", "list", elements="int", default=[], doc=(
+    Setting("gpus", "list", per_node=True, elements="int", default=[], doc=(
         "GPU indices the server uses (C(CUDA_VISIBLE_DEVICES)); empty means all. Also the GPUs that the teardown "
         "releases and verifies.")),
-    Setting("instance", "str", default=Computed("{engine}-PORT", "{engine}-{{ {prefix}port }}", _instance), doc={
+    Setting("instance", "str", per_node=True,
+            default=Computed("{engine}-PORT", "{engine}-{{ {prefix}port }}", _instance), doc={
         "sglang": "Name of the unit, log and state files.",
         "*": "Name of the log, state and key files."}),
-    Setting("log_dir", "path", default=Computed("", None, _log_dir),
+    Setting("log_dir", "path", per_node=True, default=Computed("", None, _log_dir),
             doc="Directory of the server log (C(INSTANCE.log))."),
-    Setting("state_dir", "path", default="/var/lib/gpufleet-serving", doc={
+    Setting("state_dir", "path", per_node=True, default="/var/lib/gpufleet-serving", doc={
         "sglang": "Directory of the state file (C(INSTANCE.json), mode 0600), the fingerprint and the API key file.",
         "*": "Directory of the state file (C(INSTANCE.json), mode 0600) and the API key file."}),
-    Setting("ready_timeout", "int", default=1800, plan=False, doc={
+    Setting("ready_timeout", "int", per_node=True, default=1800, plan=False, doc={
         "sglang": "Seconds to wait for readiness (weights, KV cache, CUDA graphs, warm-up); long enough for a "
                   "1-trillion-parameter model.",
         "*": "Seconds to wait for readiness (weights, KV cache, CUDA graphs); long enough for a "
              "1-trillion-parameter model."}),
-    Setting("progress_interval", "int", default=30, plan=False,
+    Setting("progress_interval", "int", per_node=True, default=30, plan=False,
             doc="Seconds between progress lines (phase and elapsed time) while waiting."),
-    Setting("supervisor", "str", choices=("", "systemd", "process"), default="", doc={
+    Setting("supervisor", "str", per_node=True, choices=("", "systemd", "process"), default="", doc={
         "vllm": (
             "V(systemd) or V(process); empty picks systemd where it is the host's service manager "
             "(C(ansible_facts.service_mgr), read by gpufleet.serving.server_plan when facts were not gathered), else "
@@ -244,29 +299,29 @@ SETTINGS = (
             "mode 0600), with C(KillMode=mixed) so that a C(VLLM::EngineCore) left by the API server is killed with "
             "the unit."),
         "*": "V(systemd) or V(process); empty picks systemd where it is the host's service manager, else V(process)."}),
-    Setting("stop_timeout", "int", default=60, plan=False,
+    Setting("stop_timeout", "int", per_node=True, default=60, plan=False,
             doc="Seconds for a graceful stop (drain) before SIGKILL."),
-    Setting("release_engine", "list", elements="str", default=Computed("", None, _release_engine),
+    Setting("release_engine", "list", per_node=True, elements="str", default=Computed("", None, _release_engine),
             plan=False, doc=(
                 "The engines whose kill set gpufleet.serving.gpu_release applies after the stop (its C(engine)); "
                 "V(vllm) kills C(VLLM::) titles, C(vllm.entrypoints) and C(vllm serve) anywhere on the host.",
                 "On a host running several servers, set V([]) so that only this server's GPUs are swept.")),
-    Setting("release_patterns", "list", elements="str", default=Computed("", None, _release_patterns),
+    Setting("release_patterns", "list", per_node=True, elements="str", default=Computed("", None, _release_patterns),
             plan=False, doc={
                 "sglang": (
                     "Patterns handed to gpufleet.serving.gpu_release after the stop. Defaults to SGLang's own kill "
                     "set, as the P(gpufleet.serving.engine_patterns#lookup) lookup returns it.",
                     "On a host running several servers, set V([]) so that only this server's GPUs are swept."),
                 "*": "More patterns handed to gpufleet.serving.gpu_release after the stop."}),
-    Setting("release_sweep_users", "list", elements="str", default=[], plan=False, doc=(
+    Setting("release_sweep_users", "list", per_node=True, elements="str", default=[], plan=False, doc=(
         "gpu_release's C(sweep_users) for the teardown before a launch and on stop. Empty (the default) sweeps every "
         "process that still holds a selected GPU after the pattern kill, as on a host dedicated to serving.",
         "On a host shared with other people's GPU jobs, name the serving user(s) here, so that a launch never kills "
         "another user's job that holds one of the server's GPUs (it then fails the GPU check instead, naming the "
         "holder).")),
-    Setting("release_term_timeout", "int", default=10, plan=False, doc="gpu_release's C(term_timeout)."),
-    Setting("release_timeout", "int", default=120, plan=False, doc="gpu_release's C(timeout)."),
-    Setting("allow_unhealthy_gpus", "bool", default=False, plan=False, doc=(
+    Setting("release_term_timeout", "int", per_node=True, default=10, plan=False, doc="gpu_release's C(term_timeout)."),
+    Setting("release_timeout", "int", per_node=True, default=120, plan=False, doc="gpu_release's C(timeout)."),
+    Setting("allow_unhealthy_gpus", "bool", per_node=True, default=False, plan=False, doc=(
         "After the release and before the start, the GPUs the server will use are judged as "
         "gpufleet.serving.gpu_health judges them (DCGM's level-1 checks, docs/gpu_health.md); a C(fail) verdict "
         "refuses the start, naming the reasons and this setting.",
@@ -279,8 +334,13 @@ SPECULATIVE_EXTRAS = ("speculative_args", "speculative_config")
 
 
 def settings_for(engine: str) -> list:
-    """The settings ENGINE's server takes, in table order."""
-    return [s for s in SETTINGS if s.applies_to(engine)]
+    """The settings ENGINE's server takes, in table order (the derived ones are computed, not taken)."""
+    return [s for s in SETTINGS if s.applies_to(engine) and s.derive is None]
+
+
+def derived(engine: str, values: dict) -> dict:
+    """{name: value} of ENGINE's derived settings, computed from VALUES (the group settings among them)."""
+    return {s.name: s.derive(engine, values) for s in SETTINGS if s.applies_to(engine) and s.derive is not None}
 
 
 def find(name: str) -> Setting | None:

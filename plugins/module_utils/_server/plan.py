@@ -21,6 +21,7 @@ import stat
 from typing import Any, Callable, List, Tuple
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as _settings
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine import Engine, merge_option
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
@@ -155,6 +156,8 @@ def compose(p: dict[str, Any]) -> dict[str, Any]:
     """Everything the launch needs, from the role's variables; no I/O."""
     supervisor = choose_supervisor(p.get("supervisor") or "", p.get("service_mgr"))
     engine = _registry.get(p.get("engine"))
+    # A server spanning hosts: this node's --nnodes, --node-rank and rank 0's address (_engines/nodes.py).
+    p = dict(p, **_settings.derived(engine.name, p))
     entry = entry_point(p["python"], p.get("entry_point") or "", engine.name)
     where = paths(p["instance"], p["log_dir"], p["state_dir"])
     spec = speculative(p, engine)

@@ -16,7 +16,7 @@ from _simcore import engine as enginemod
 from _simcore import gpus, models, perf
 
 from sglang._sim import args as argsmod
-from sglang._sim import http_api, logs, ports, serverargs, warmup
+from sglang._sim import http_api, logs, multinode, ports, serverargs, warmup
 from sglang._sim.app import App
 from sglang._sim.batchlog import BatchLog
 from sglang._sim.workers import Workers
@@ -38,12 +38,16 @@ def main(argv, entry="launch_server"):
         log.info(serverargs.log_line(args))
         target = models.load(args.model_path)
         draft = models.load(args.speculative_draft_model_path) if args.speculative_algorithm else None
-        gpu_ids = gpus.physical_ids(args.tp_size * args.dp_size)
+        node = multinode.start(args, log)  # a server spanning hosts: its rendezvous (None on one host)
+        local = node.local_args if node else args
+        gpu_ids = gpus.physical_ids(local.tp_size * local.dp_size)
         if not gpus.fake_root() and not args.sim_real_gpu:
             log.warning("FAKE_NVML_ROOT is not set: no GPU memory is held")
-        workers = Workers(args, _worker_conf(args, target, draft, gpu_ids), log)
+        workers = (node.workers if node else Workers)(local, _worker_conf(local, target, draft, gpu_ids), log)
         workers.start()
         info = workers.wait_ready()
+        if node and node.rank > 0:
+            return node.serve_health_until_schedulers_exit(workers)
         log.info("max_total_num_tokens=%d, chunked_prefill_size=8192, max_prefill_tokens=16384, "
                  "max_running_requests=%d, context_len=%d, available_gpu_mem=%.2f GB",
                  info["max_total_num_tokens"], args.max_running_requests, target.context_length,

@@ -100,7 +100,7 @@ def _start(rank, conf, barrier, log):
 
     Each line is the real 0.5.23 format; the comment names its emitter (under sglang/srt/).
     """
-    gpu = conf["gpu_ids"][rank]
+    gpu = conf["gpu_ids"][rank - conf.get("tp_offset", 0)]  # a node of a group: its first TP rank is the offset
     target, draft = conf["target"], conf["draft"]
     frac, tp = conf["mem_fraction_static"], conf["tp_size"]
     ph = conf["phases"]

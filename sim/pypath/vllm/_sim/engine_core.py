@@ -199,6 +199,12 @@ def _serve(conn, workers, survivors):
                 while True:
                     signal.pause()
             break
+    stop_workers(workers)
+    os._exit(0)
+
+
+def stop_workers(workers):
+    """Tell each worker to stop, wait for it, kill one that does not."""
     for proc, c in workers:
         try:
             c.send("stop")
@@ -207,4 +213,3 @@ def _serve(conn, workers, survivors):
         proc.join(5)
         if proc.is_alive():
             proc.kill()
-    os._exit(0)

@@ -19,7 +19,7 @@ from _simcore import gpus, models, perf, procs
 
 from vllm import __version__
 from vllm._sim import args as argsmod
-from vllm._sim import engine_core, http_api, logs
+from vllm._sim import engine_core, http_api, logs, multinode
 
 
 class App:
@@ -47,6 +47,18 @@ def _config_text(args, target):
                args.served_names[0]))
 
 
+def _conf(args, target, draft=None, tp=None):
+    """What EngineCore and its workers start with; TP: the workers on this node."""
+    tp = args.tp if tp is None else tp
+    weights = (target.total_bytes + (draft.total_bytes if draft else 0)) / (1 << 20)
+    return {"parent_pid": os.getpid(), "tp": tp, "gpu_ids": gpus.physical_ids(tp),
+            "gpu_util": args.gpu_util, "model": args.model, "weights_mib": weights,
+            "num_layers": target.num_layers, "max_model_len": args.max_model_len or target.context_length,
+            "survivors": args.sim_survivors, "fail_warmup": args.sim_fail_warmup,
+            "max_num_seqs": args.max_num_seqs, "config_text": _config_text(args, target),
+            "phases": models.phase_seconds(args)}
+
+
 def main(argv):
     args = argsmod.parse(argv)
     logs.setup("APIServer")  # vllm/entrypoints/launchers/api_server/entry.py run_server: decorate_logs
@@ -54,6 +66,9 @@ def main(argv):
     # port is bound before the engine starts (listening only once uvicorn runs)
     logs.info("startup.py:38", "vLLM server version %s, serving model %s", __version__, args.model)
     logs.info("startup.py:96", "non-default args: %s", args.non_default)
+    group = multinode.node(args)  # a server spanning hosts (None on one host)
+    if group and group.headless:
+        return group.run_headless(_conf(args, models.load(args.model)))
     server = http_api.Server((args.host or "", args.port), None)
     try:
         server.server_bind()
@@ -65,13 +80,9 @@ def main(argv):
     draft = None
     if args.spec:
         draft = models.load(args.spec.get("model")) if args.spec.get("model") else None
-    weights = (target.total_bytes + (draft.total_bytes if draft else 0)) / (1 << 20)
-    conf = {"parent_pid": os.getpid(), "tp": args.tp, "gpu_ids": gpus.physical_ids(args.tp),
-            "gpu_util": args.gpu_util, "model": args.model, "weights_mib": weights,
-            "num_layers": target.num_layers, "max_model_len": args.max_model_len or target.context_length,
-            "survivors": args.sim_survivors, "fail_warmup": args.sim_fail_warmup,
-            "max_num_seqs": args.max_num_seqs, "config_text": _config_text(args, target),
-            "phases": models.phase_seconds(args)}
+    if group:
+        group.rendezvous()  # before the engine starts: a missing node fails it here
+    conf = _conf(args, target, draft, group.local_tp if group else args.tp)
     if not gpus.fake_root():
         logs.info("simulator", "FAKE_NVML_ROOT is not set: no GPU memory is held")  # the simulator's own
     proc, ours = procs.spawn(engine_core.run_engine_core, (conf,), "EngineCore")

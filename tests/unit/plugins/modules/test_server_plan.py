@@ -79,3 +79,19 @@ def test_the_key_inside_settings_stays_out_of_the_result(tmp_path):
     assert result["_rc"] == 0, result
     assert "--config" in result["argv"]
     assert SECRET not in json.dumps(result) and SECRET not in result["_stdout"]
+
+
+def test_a_node_of_a_group_gets_its_share_of_the_command_line_through_settings_and_options(tmp_path):
+    group = {"nodes": ["gpu-a", "gpu-b"], "node": "gpu-b", "dist_addr": "10.0.0.1", "dist_timeout": 120}
+    by_settings = run_module("server_plan", {"settings": dict(_dirs(tmp_path), engine="vllm", model_path="/m",
+                                                              tp_size=16, supervisor="process", **group)})
+    by_options = run_module("server_plan", dict(_dirs(tmp_path), engine="vllm", model_path="/m", tp_size=16,
+                                                instance="vllm-8000", port=8000, supervisor="process", **group))
+    assert by_settings["_rc"] == 0 and by_options["_rc"] == 0, (by_settings, by_options)
+    assert by_settings["argv"] == by_options["argv"]
+    at = by_settings["argv"].index("--nnodes")
+    assert by_settings["argv"][at - 2:] == ["--distributed-timeout-seconds", "120", "--nnodes", "2", "--node-rank", "1",
+                                            "--master-addr", "10.0.0.1", "--master-port", "29501", "--headless"]
+    lost = run_module("server_plan", {"settings": dict(_dirs(tmp_path), engine="sglang", model_path="/m",
+                                                       supervisor="process", **dict(group, node="gpu-z"))})
+    assert lost["_rc"] != 0 and "node 'gpu-z' is not one of the server group's nodes" in lost["msg"], lost
