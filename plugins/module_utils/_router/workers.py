@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from ansible_collections.gpufleet.serving.plugins.module_utils import _prom
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
+from ansible_collections.gpufleet.serving.plugins.module_utils._router import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._router.kind import (
     RouterError,
     RouterKind,
@@ -135,3 +136,27 @@ def _result(workers: list, found: Worker | None, url: str, worker_id: str | None
             clock: Callable[[], float]) -> dict:
     worker = found.as_dict() if found else {"url": url, "id": worker_id or "", "healthy": False}
     return dict(listing(workers), worker=worker, elapsed_s=round(clock() - started, 3))
+
+
+def from_params(params: dict) -> tuple:
+    """(kind, admin API client) from the router group's options (doc fragment gpufleet.serving.router)."""
+    kind = registry.get(params["router_kind"])
+    return kind, client(params["router_url"], params["api_key"], params["validate_certs"], params["request_timeout"])
+
+
+def worker_task(params: dict, check_mode: bool = False) -> dict:
+    """router_worker: state present (add, wait until healthy) or absent (remove, min_healthy first)."""
+    kind, api = from_params(params)
+    if params["state"] == "absent":
+        return absent(kind, api, params["url"], params["min_healthy"], check_mode)
+    return present(kind, api, params["url"], params["worker_api_key"], params["wait"], params["timeout"],
+                   params["poll_interval"], check_mode)
+
+
+def info_task(params: dict) -> dict:
+    """router_info: the workers and, unless metrics is false, the metrics page."""
+    kind, api = from_params(params)
+    metrics_url = (params["metrics_url"] or kind.metrics_url(params["router_url"])) if params["metrics"] else None
+    result = info(kind, api, metrics_url, params["validate_certs"])
+    result.update(changed=False, metrics_url=metrics_url)
+    return result

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A fresh real sglang-router per test (it starts in about half a second) and tiny workers.
+"""For the router tests (module_utils/_router, modules/router_*): a fresh real sglang-router per test (it starts in about half a second) and tiny workers.
 
 The router is build/router/bin/smg from `make setup`, never a stand-in; the workers are HTTP
 server threads of the test; everything listens on 127.0.0.1 and is stopped by the test."""
