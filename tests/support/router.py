@@ -44,6 +44,7 @@ def router_argv(port, metrics_port, worker_urls=(), admin_key=None):
 
 def start_router(own, log_dir, worker_urls=(), admin_key=None, timeout=60):
     """The real router, answering on its URL; `own` (OwnProcesses) stops it."""
+    assert os.access(ROUTER_BIN, os.X_OK), "%s is missing: `make setup` installs sglang-router 0.3.2 there" % ROUTER_BIN
     port, metrics_port = free_port(), free_port()
     log_path = os.path.join(str(log_dir), "router-%d.log" % port)
     with open(log_path, "wb") as log:
