@@ -41,8 +41,9 @@ options:
     type: str
 seealso:
   - module: gpufleet.serving.router_worker
-  - role: gpufleet.serving.router
+  - name: The gpufleet.serving.router role
     description: Runs sglang-router on a router host in front of the fleet.
+    link: https://github.com/gpufleet/serving/blob/main/roles/router/README.md
 """
 
 EXAMPLES = r"""

@@ -79,8 +79,9 @@ options:
     default: 1
 seealso:
   - module: gpufleet.serving.router_info
-  - role: gpufleet.serving.router
+  - name: The gpufleet.serving.router role
     description: Runs sglang-router on a router host in front of the fleet.
+    link: https://github.com/gpufleet/serving/blob/main/roles/router/README.md
 """
 
 EXAMPLES = r"""
