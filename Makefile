@@ -14,7 +14,7 @@ COLL_LINK := build/collections/ansible_collections/gpufleet/serving
 
 .PHONY: setup setup-vllm system-packages test lint demo demo-engines bench clean
 
-setup: system-packages $(VENV)/.installed $(VENV_NEWEST)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK) build/sglang-real/.installed
+setup: system-packages $(VENV)/.installed $(VENV_NEWEST)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK) build/sglang-real/.installed build/router/.installed
 
 # Debian packages for the simulated fleet: installed when missing and run as root,
 # else the exact command to run is printed (scripts/system_packages.sh).
@@ -40,6 +40,14 @@ build/fakenvml/libnvidia-ml.so.1: sim/fakenvml/fakenvml.c $(VENV)/.installed
 build/sglang-real/.installed: requirements-sglang.txt requirements-sglang-deps.txt $(VENV)/.installed
 	$(VPY) -m pip install -q -r requirements-sglang-deps.txt
 	rm -rf build/sglang-real && $(VPY) -m pip install -q --no-deps --target build/sglang-real -r requirements-sglang.txt
+	touch $@
+
+# The real sglang-router 0.3.2 (requirements-router.txt) in a venv of its own: the router role's
+# tests and the simulated fleet run build/router/bin/smg. Its Python dependencies (fastapi,
+# aiohttp, ...) stay out of .venv.
+build/router/.installed: requirements-router.txt $(VENV)/.installed
+	rm -rf build/router && $(VPY) -m venv build/router
+	build/router/bin/python -m pip install -q -r requirements-router.txt
 	touch $@
 
 # Real vLLM's (and uvicorn's, prometheus_client's) Python sources, read by the vLLM cases of the

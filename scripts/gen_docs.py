@@ -38,7 +38,7 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MARKER = re.compile(r"^(?P<indent>\s*)(?P<open>#|<!--) BEGIN GENERATED (?P<name>[\w-]+)\b.*$")
-ROLES = ("sglang_server", "eagle_drafter", "vllm_server", "sim_fleet", "host_setup")
+ROLES = ("sglang_server", "eagle_drafter", "vllm_server", "sim_fleet", "host_setup", "router")
 
 
 def _constant(relpath, name):

@@ -70,3 +70,16 @@ attributes:
     membership:
       - gpufleet.serving.endpoint
 """
+
+    ACTIONGROUP_ROUTER = r"""
+options: {}
+attributes:
+  action_group:
+    description:
+      - Use C(group/gpufleet.serving.router) in C(module_defaults) to set defaults for this module.
+      - The group's modules share the router's O(router_url), O(api_key), O(validate_certs), O(router_kind)
+        and O(request_timeout).
+    support: full
+    membership:
+      - gpufleet.serving.router
+"""

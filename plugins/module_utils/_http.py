@@ -92,8 +92,9 @@ class HttpClient:
         return self.base_url + "/" + path.lstrip("/")
 
     def request(self, path: str, timeout: float | None = None, payload: Any = None,
-                max_body: int | None = -1) -> Response:
-        """One request; `max_body` -1 means the client's own limit, None reads all."""
+                max_body: int | None = -1, method: str | None = None) -> Response:
+        """One request (GET, or POST with a payload, unless `method` says otherwise);
+        `max_body` -1 means the client's own limit, None reads all."""
         limit = self.max_body if max_body == -1 else max_body
         data = None
         headers = dict(self.headers)
@@ -101,7 +102,7 @@ class HttpClient:
             data = json.dumps(payload).encode("utf-8")
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(self.url(path), data=data, headers=headers,
-                                     method="POST" if data is not None else "GET")
+                                     method=method or ("POST" if data is not None else "GET"))
         try:
             with self.opener.open(req, timeout=self.timeout if timeout is None else timeout) as answer:
                 return Response(answer.status, answer.read(limit))
@@ -128,3 +129,6 @@ class HttpClient:
 
     def post_json(self, path: str, payload: Any, timeout: float | None = None) -> Response:
         return self.request(path, timeout, payload=payload)
+
+    def delete(self, path: str, timeout: float | None = None) -> Response:
+        return self.request(path, timeout, method="DELETE")

@@ -101,11 +101,15 @@ def engine_names_in(source, rel):
 # whose loader they follow (sglang.bench_serving's custom, vllm bench serve's custom), and a
 # file of either format is read the same whichever engine serves the requests.
 TOOL_NAMED = {"module_utils/_bench/workload/formats.py"}
+# The router registry names router products (sglang-router, binaries smg / sglang-router), whose
+# names contain an engine's; the router modules take their kind choices from it.
+ROUTER_REGISTRY = PLUGINS / "module_utils" / "_router"
 
 
 def plugin_sources():
     for path in sorted(PLUGINS.rglob("*.py")):
-        if REGISTRY not in path.parents and path.relative_to(PLUGINS).as_posix() not in TOOL_NAMED:
+        if (REGISTRY not in path.parents and ROUTER_REGISTRY not in path.parents
+                and path.relative_to(PLUGINS).as_posix() not in TOOL_NAMED):
             yield path, path.relative_to(PLUGINS).as_posix()
 
 

@@ -75,6 +75,7 @@ def test_every_generated_block_is_in_place():
         "roles/sglang_server/README.md": ["role-variables-sglang_server"],
         "roles/eagle_drafter/README.md": ["role-variables-eagle_drafter"],
         "roles/host_setup/README.md": ["role-variables-host_setup"],
+        "roles/router/README.md": ["role-variables-router"],
     }
     for rel, names in expected.items():
         with open(os.path.join(REPO, rel), encoding="utf-8") as handle:
@@ -83,7 +84,7 @@ def test_every_generated_block_is_in_place():
             assert "BEGIN GENERATED %s " % name in text and "END GENERATED %s" % name in text, (rel, name)
 
 
-@pytest.mark.parametrize("role", ["sglang_server", "eagle_drafter", "host_setup"])
+@pytest.mark.parametrize("role", ["sglang_server", "eagle_drafter", "host_setup", "router"])
 def test_role_readme_table_lists_every_argument_spec_option(role):
     with open(os.path.join(REPO, "roles", role, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
         options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]

@@ -4,7 +4,7 @@
 """The architecture of docs/design.md ("Packages and what may import what"), checked on the source.
 
 Every import under plugins/ is read with ast (no code is run) and its source and target
-are reduced to a layer: a module_utils package (`_engines`, `_proc`, `_gpu`, `_server`, `_bench`), a
+are reduced to a layer: a module_utils package (`_engines`, `_proc`, `_gpu`, `_server`, `_bench`, `_router`), a
 module_utils file (`_errors`, `_deps`, `_files`, `_safe_text`, `_http`, `_prom`), `plugin_utils`, `modules`,
 `action`, `filter`. ALLOWED says which layers each may import; a new package or plugin
 type must be added here (and to docs/design.md) before it can be used.
@@ -23,7 +23,7 @@ PREFIX = "ansible_collections.gpufleet.serving.plugins."
 
 BASE = {"_errors"}  # what every module_utils layer may use
 LEAF = BASE | {"_files", "_safe_text", "_prom"}
-MODULE_UTILS = {"_errors", "_deps", "_files", "_safe_text", "_http", "_prom", "_engines", "_proc", "_gpu", "_server", "_bench"}
+MODULE_UTILS = {"_errors", "_deps", "_files", "_safe_text", "_http", "_prom", "_engines", "_proc", "_gpu", "_server", "_bench", "_router"}
 ALLOWED = {
     "_errors": set(),
     "_deps": BASE,
@@ -36,6 +36,7 @@ ALLOWED = {
     "_gpu": LEAF | {"_proc", "_deps", "_engines"},
     "_server": LEAF | {"_proc", "_http", "_engines"},
     "_bench": LEAF | {"_http", "_engines"},
+    "_router": BASE | {"_http", "_prom"},
     "plugin_utils": MODULE_UTILS | {"plugin_utils"},
     "modules": MODULE_UTILS,
     "action": MODULE_UTILS | {"plugin_utils"},

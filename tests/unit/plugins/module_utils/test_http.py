@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """_http.py against a real HTTP server on loopback (a thread of this test): headers with the bearer
-token, JSON GET and POST, an error status with its body, the body limit, and no exception for a
+token, JSON GET and POST, DELETE, an error status with its body, the body limit, and no exception for a
 port nothing listens on or a server that does not answer in time; server_root: the endpoint modules
 take base_url with or without /v1 alike."""
 
@@ -45,6 +45,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self._answer(200, json.dumps({"got": json.loads(body), "type": self.headers["Content-Type"]}).encode())
 
+    def do_DELETE(self):  # noqa: N802
+        self._answer(200, json.dumps({"deleted": self.path}).encode())
+
 
 @pytest.fixture
 def url():
@@ -74,6 +77,11 @@ def test_post_json_and_an_error_status_with_its_body(url):
     missing = _http.HttpClient(url).get("/nothing")
     assert (missing.status, missing.error, missing.json()) == (404, "HTTP 404", {"detail": "Not Found"})
     assert _http.HttpClient(url).get_json("/nothing") is None
+
+
+def test_delete_sends_the_method_and_no_body(url):
+    answer = _http.HttpClient(url).delete("/workers/abc")
+    assert answer.status == 200 and answer.json() == {"deleted": "/workers/abc"}
 
 
 def test_the_body_is_read_up_to_the_limit(url):
