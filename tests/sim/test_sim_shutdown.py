@@ -4,50 +4,16 @@ SGLang 0.5.23 drains with no deadline and keeps accepting requests (sglang/_sim/
 vLLM 0.33.0 aborts at once, or drains up to --shutdown-timeout and then cuts what is left
 (vllm/_sim/shutdown.py). Each test starts its own server and kills only its process group.
 """
-import http.client
-import json
 import os
 import signal
-import threading
 import time
 
 import pytest
-from _server_fixtures import HOST, Server, VllmServer
+from _server_fixtures import Server, VllmServer
 
-from plugins.module_utils import _prom
+from ansible_collections.gpufleet.serving.plugins.module_utils import _prom
+from tests.support import sse_client
 from tests.support.polling import poll
-
-
-def _stream(port, max_tokens, results, key):
-    """One streamed /v1/completions; RESULTS[KEY]: tokens, finish reason, [DONE] seen, end time."""
-    out = {"texts": [], "finish": None, "done": False, "error": None}
-    conn = http.client.HTTPConnection(HOST, port, timeout=60)
-    try:
-        conn.request("POST", "/v1/completions", body=json.dumps({
-            "model": "m", "prompt": "Say something long.", "max_tokens": max_tokens, "ignore_eos": True,
-            "stream": True}), headers={"Content-Type": "application/json"})
-        res = conn.getresponse()
-        out["status"] = res.status
-        for line in iter(res.readline, b""):
-            payload = line.strip()[len(b"data: "):] if line.startswith(b"data: ") else None
-            if payload == b"[DONE]":
-                out["done"] = True
-            elif payload:
-                for choice in json.loads(payload)["choices"]:
-                    out["texts"].append(choice["text"])
-                    out["finish"] = choice["finish_reason"] or out["finish"]
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        out["error"] = exc
-    finally:
-        conn.close()
-        out["end"] = time.monotonic()
-        results[key] = out
-
-
-def _start(port, max_tokens, results, key):
-    t = threading.Thread(target=_stream, args=(port, max_tokens, results, key))
-    t.start()
-    return t
 
 
 def _status(server, path):
@@ -63,9 +29,9 @@ def test_sglang_drains_with_no_deadline_and_keeps_accepting(tmp_path):
     s = Server(tmp_path, ["--enable-metrics", "--max-running-requests", "2"], tp=1)
     try:
         s.wait_ready()
-        results, threads = {}, []
-        # ~1.5 s each at the simulated 63.6 tok/s; the third waits for a slot
-        threads += [_start(s.port, 90, results, i) for i in range(3)]
+        streams = sse_client.Streams(s.port)
+        for i in range(3):  # ~1.5 s each at the simulated 63.6 tok/s; the third waits for a slot
+            streams.start(i, 90)
 
         def two_and_one():
             load = s.json("GET", "/v1/loads")["loads"][0]
@@ -76,13 +42,11 @@ def test_sglang_drains_with_no_deadline_and_keeps_accepting(tmp_path):
         os.kill(s.pid, signal.SIGTERM)
         poll(lambda: _status(s, "/health") == 503, 5, what="/health 503 while draining")
         assert _status(s, "/ready") == 503
-        threads.append(_start(s.port, 20, results, "late"))  # accepted while draining, as 0.5.23
-        for t in threads:
-            t.join(30)
+        streams.start("late", 20)  # accepted while draining, as 0.5.23
+        results = streams.join(30)
         assert all(r["done"] and len(r["texts"]) >= 20 and r["finish"] == "length" for r in results.values()), results
         assert s.wait_exit() == 0
-        last_end = max(r["end"] for r in results.values())
-        assert time.monotonic() - last_end < 5
+        assert time.monotonic() - streams.last_end() < 5
         log = s.log()
         assert "Remaining number of requests 0" in log and "Health check request received during shutdown" in log
         poll(lambda: not s.group(), 10, what="the tree gone")
@@ -95,21 +59,20 @@ def test_vllm_shutdown_timeout(tmp_path, timeout):
     s = VllmServer(tmp_path, None, "--shutdown-timeout", str(timeout), tp=1)
     try:
         s.wait_ready()
-        results = {}
+        streams = sse_client.Streams(s.port)
         # at the simulated 82.5 tok/s: "short" ends within 2 s, "long" (~5 s) does not
-        threads = [_start(s.port, 40, results, "short"), _start(s.port, 400, results, "long")]
+        streams.start("short", 40)
+        streams.start("long", 400)
         poll(lambda: _gauges(s, "vllm:num_requests_running", "vllm:num_requests_waiting") == (2, 0), 10,
              what="2 running requests in the gauges")
         signalled = time.monotonic()
         os.kill(s.proc.pid, signal.SIGTERM)
         poll(lambda: "[shutdown] API server: shutdown triggered" in s.log(), 5, what="the shutdown")
         if timeout:  # a request after SIGTERM is aborted at once (core.py _reject_add_in_shutdown)
-            late = {}
-            _stream(s.port, 20, late, "late")
-            assert late["late"]["finish"] == "abort" and late["late"]["texts"] == [""], late
+            late = sse_client.stream(s.port, 20)
+            assert late["finish"] == "abort" and late["texts"] == [""], late
             assert _status(s, "/health") == 200  # health.py: 503 only once the engine is dead
-        for t in threads:
-            t.join(30)
+        results = streams.join(30)
         assert s.proc.wait(15) == 0
         short, long_ = results["short"], results["long"]
         if timeout == 0:  # both aborted at once, each with its last chunk
