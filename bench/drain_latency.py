@@ -106,7 +106,7 @@ def exit_lag(tmp, runs, streams, tokens):
         try:
             load = start_streams(server, "sglang", streams, tokens)
             os.kill(server.pid, signal.SIGTERM)
-            poll(lambda: server.proc.poll() is not None, 60, 0.01, "the server's exit")
+            poll(lambda proc=server.proc: proc.poll() is not None, 60, 0.01, "the server's exit")
             exited = time.monotonic()
             check(load, tokens)
             lags.append(exited - load.last_end())
