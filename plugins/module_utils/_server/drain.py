@@ -38,8 +38,9 @@ def detect_engine(client: HttpClient) -> Engine:
         found = registry.find(str(card.get("owned_by", "")).lower()) if isinstance(card, dict) else None
         if found is not None:
             return found
-    raise InvalidInput("cannot tell which engine serves at %s (GET /v1/models: %s): set engine to one of %s"
-                       % (client.base_url, answer.status or answer.error, ", ".join(registry.names())))
+    hint = ", or api_key to the server's key" if answer.status in (401, 403) else ""
+    raise InvalidInput("cannot tell which engine serves at %s (GET /v1/models: %s): set engine to one of %s%s"
+                       % (client.base_url, answer.status or answer.error, ", ".join(registry.names()), hint))
 
 
 def read_in_flight(client: HttpClient, engine: Engine) -> tuple:
