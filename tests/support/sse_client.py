@@ -15,14 +15,15 @@ import time
 from tests.support.net import LOOPBACK
 
 
-def stream(port, max_tokens, host=LOOPBACK, timeout=60):
+def stream(port, max_tokens, host=LOOPBACK, timeout=60, api_key=None):
     """One streamed /v1/completions with ignore_eos; a dict: status, texts, finish, done, error, end."""
     out = {"status": None, "texts": [], "finish": None, "done": False, "error": None}
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         conn.request("POST", "/v1/completions", body=json.dumps({
             "model": "m", "prompt": "Say something long.", "max_tokens": max_tokens, "ignore_eos": True,
-            "stream": True}), headers={"Content-Type": "application/json"})
+            "stream": True}), headers=dict({"Content-Type": "application/json"},
+                                           **({"Authorization": "Bearer " + api_key} if api_key else {})))
         res = conn.getresponse()
         out["status"] = res.status
         for line in iter(res.readline, b""):
@@ -44,14 +45,14 @@ def stream(port, max_tokens, host=LOOPBACK, timeout=60):
 class Streams:
     """Requests started in threads of their own; results[key] once each has ended."""
 
-    def __init__(self, port, host=LOOPBACK):
-        self.port, self.host = port, host
+    def __init__(self, port, host=LOOPBACK, api_key=None):
+        self.port, self.host, self.api_key = port, host, api_key
         self.results = {}
         self.threads = []
 
     def start(self, key, max_tokens):
         def run():
-            self.results[key] = stream(self.port, max_tokens, self.host)
+            self.results[key] = stream(self.port, max_tokens, self.host, api_key=self.api_key)
         thread = threading.Thread(target=run, name="stream-%s" % key, daemon=True)
         thread.start()
         self.threads.append(thread)
