@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """modules/server_drain.py: the options it documents (fragments merged, as ansible-doc reads them) are its
 real argument spec, names and defaults (tests/support/module_docs.py); its loop:
-tests/unit/plugins/module_utils/_server/test_drain.py; against simulated servers: tests/sim/test_server_drain.py."""
+tests/unit/plugins/module_utils/_server/test_drain.py; against simulated servers: tests/sim/test_sim_drain.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The drain loop with a scripted HTTP client and clock; against simulated servers:
-tests/sim/test_server_drain.py."""
+tests/sim/test_sim_drain.py."""
 
 from __future__ import annotations
 
