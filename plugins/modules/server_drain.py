@@ -164,7 +164,7 @@ request_ids_source:
   description: Where the engine names its requests in flight, in words; null where it names them nowhere.
   returned: always
   type: str
-  sample: "not over HTTP: only its SIGTERM drain log line names them"
+  sample: "in its SIGTERM drain's log lines only (\"Remaining requests remaining_rids=[...]\"), not over HTTP"
 """
 
 from ansible.module_utils.basic import AnsibleModule

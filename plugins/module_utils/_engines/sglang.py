@@ -177,6 +177,6 @@ ENGINE = Engine(
     # need --enable-metrics. It names no request; the drain log line does
     # (srt/managers/tokenizer_manager.py sigterm_watchdog), but only after SIGTERM.
     in_flight=InFlight(path="/v1/loads", running="num_running_reqs", waiting="num_waiting_reqs", entries="loads",
-                       request_ids="not over HTTP: only its SIGTERM drain log line names them "
-                                   "(\"Remaining requests remaining_rids=[...]\")"),
+                       request_ids="in its SIGTERM drain's log lines only (\"Remaining requests "
+                                   "remaining_rids=[...]\"), not over HTTP"),
 )
