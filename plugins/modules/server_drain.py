@@ -61,7 +61,7 @@ notes:
   - With O(engine=auto) the engine is told from C(/v1/models) C(owned_by).
   - O(model) is taken so that the endpoint group's defaults reach this module; the drain does not use it.
   - Requires the C(prometheus_client) Python library on the host (vLLM's count is read from its metrics page with
-    that library's parser); the M(gpufleet.serving.host_setup) role installs it.
+    that library's parser); the C(gpufleet.serving.host_setup) role installs it.
 seealso:
   - module: gpufleet.serving.server_process
     description: Stops the server once it is drained.
