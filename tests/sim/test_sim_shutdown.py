@@ -39,6 +39,9 @@ def test_sglang_drains_with_no_deadline_and_keeps_accepting(tmp_path):
 
         assert poll(two_and_one, 10, what="2 running, 1 waiting in /v1/loads")["queues"]["waiting"] == 1
         assert _gauges(s, "sglang:num_running_reqs", "sglang:num_queue_reqs") == (2, 1)
+        page = s.request("GET", "/v1/loads?format=prometheus&include=core")[1].decode()  # v1_loads.py
+        assert (_prom.total(page, "sglang_num_running_reqs", dp_rank="0"),
+                _prom.total(page, "sglang_num_waiting_reqs", dp_rank="0")) == (2, 1)
         os.kill(s.pid, signal.SIGTERM)
         poll(lambda: _status(s, "/health") == 503, 5, what="/health 503 while draining")
         assert _status(s, "/ready") == 503
