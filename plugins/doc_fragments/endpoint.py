@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The server options of the endpoint action group's modules (server_wait, llm_benchmark).
+"""The server options of the endpoint action group's modules (server_wait, llm_benchmark, server_drain).
 
 One wording, because one C(module_defaults) entry for group/gpufleet.serving.endpoint sets them
-for both; tests/unit/test_action_groups.py checks that both modules' argument specs agree.
+for all; tests/unit/test_action_groups.py checks that their argument specs agree.
 """
 
 from __future__ import annotations
@@ -37,16 +37,17 @@ options:
   model:
     description:
       - The model name the module's requests carry (server_wait's one-token generation check,
-        llm_benchmark's load).
+        llm_benchmark's load; server_drain sends none).
       - Defaults to the first model C(/v1/models) lists.
     type: str
   engine:
     description:
       - Which engine serves at O(base_url) - server_wait reads the server's log lines with its
-        rules, llm_benchmark reads its acceptance counters.
+        rules, llm_benchmark reads its acceptance counters, server_drain its count of requests in
+        flight.
       - V(auto) tells it from the server itself - server_wait from the log lines (and the engine's
         model-info path), llm_benchmark from C(/v1/models) C(owned_by), then C(/metrics), then
-        C(/server_info).
+        C(/server_info), server_drain from C(/v1/models) C(owned_by).
       - The alias O(flavor) is deprecated and will be removed in 2.0.0.
     type: str
     aliases: [flavor]

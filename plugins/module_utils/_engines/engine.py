@@ -72,6 +72,22 @@ class AcceptLength:
 
 
 @dataclasses.dataclass(frozen=True)
+class InFlight:
+    """Where the server reports its own count of requests in flight (server_drain waits on it).
+
+    GET PATH. With ENTRIES, the answer is JSON whose ENTRIES key lists one report per rank,
+    each holding RUNNING and WAITING counts; without it, a Prometheus page whose RUNNING and
+    WAITING gauges are summed over their series. WAITING None: the server reports no queue.
+    REQUEST_IDS says, in words, where the server names the requests in flight (None: nowhere),
+    for the message of a drain that ran out of time."""
+    path: str
+    running: str
+    waiting: str | None
+    entries: str | None
+    request_ids: str | None
+
+
+@dataclasses.dataclass(frozen=True)
 class Engine:
     """One inference engine. Every field is required: tests/unit/plugins/module_utils/_engines/test_registry.py."""
     # --- naming -----------------------------------------------------------------------
@@ -124,6 +140,8 @@ class Engine:
     # Extra request-body fields that make the server report each request's acceptance in its
     # answer (None where the engine has none; the client then has counter deltas only).
     per_request_acceptance: dict | None
+    # The server's own count of running and waiting requests (server_drain).
+    in_flight: InFlight
 
     def version_probe(self) -> str:
         """Python source printing the installed version (run with the server's interpreter)."""

@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine i
     AcceptLength,
     Cause,
     Engine,
+    InFlight,
     compile_rule,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
@@ -170,4 +171,12 @@ ENGINE = Engine(
     # srt/entrypoints/openai/protocol.py: CompletionRequest/ChatCompletionRequest
     # return_spec_tokens_details; the answer carries sglext.spec_tokens_details.
     per_request_acceptance={"return_spec_tokens_details": True},
+    # srt/entrypoints/v1_loads.py get_loads: one entry per DP rank under "loads", from the
+    # scheduler's own queues (srt/managers/scheduler_components/load_inquirer.py get_loads).
+    # Always served, unlike the gauges sglang:num_running_reqs / sglang:num_queue_reqs, which
+    # need --enable-metrics. It names no request; the drain log line does
+    # (srt/managers/tokenizer_manager.py sigterm_watchdog), but only after SIGTERM.
+    in_flight=InFlight(path="/v1/loads", running="num_running_reqs", waiting="num_waiting_reqs", entries="loads",
+                       request_ids="in its SIGTERM drain's log lines only (\"Remaining requests "
+                                   "remaining_rids=[...]\"), not over HTTP"),
 )

@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine i
     AcceptLength,
     Cause,
     Engine,
+    InFlight,
     compile_rule,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines.sglang import EAGLE_ARCHITECTURES
@@ -196,4 +197,9 @@ ENGINE = Engine(
                                plus_one=True, meaning="1 + accepted/drafts"),
     # vLLM 0.33.0 reports acceptance in its spec_decode counters only.
     per_request_acceptance=None,
+    # v1/metrics/loggers.py PrometheusStatLogger: gauges with labels model_name and engine (one
+    # series per engine core, summed). /metrics is always on and needs no key. vLLM names no
+    # request in flight anywhere a client can read.
+    in_flight=InFlight(path="/metrics", running="vllm:num_requests_running", waiting="vllm:num_requests_waiting",
+                       entries=None, request_ids=None),
 )

@@ -124,11 +124,40 @@ class Engine:
     def submit(self, req):
         with self._cond:
             self._waiting.append(req)
+            self._count()
             self._cond.notify()
 
     def pending_rids(self):
         with self._cond:
             return [r.rid for r in self._running] + [r.rid for r in self._waiting]
+
+    def counts(self):
+        """(running, waiting) requests at this moment: what the engines' gauges report."""
+        with self._cond:
+            return len(self._running), len(self._waiting)
+
+    def token_usage(self):
+        with self._cond:
+            return self._usage()
+
+    def abort_all(self):
+        """End every running and waiting request with finish_reason "abort" (their handlers get
+        a last, empty event); the batch loop drops them. The requests, as they were."""
+        with self._cond:
+            reqs = list(self._running) + list(self._waiting)
+            self._waiting.clear()
+            for req in reqs:
+                req.aborted = True
+                req.finish_reason = "abort"
+                req.events.put(([], True))
+            self._count()
+        return reqs
+
+    def _count(self):
+        """Keep the running/queued gauges current at every change of the lists (lock held), so a
+        scrape between two steps sees each request as running or waiting, never neither."""
+        self.stats.running = len(self._running)
+        self.stats.queued = len(self._waiting)
 
     def _accepted(self, req):
         """Accepted length of one verify step: 1 + Binomial(D-1, p), p from the request's text."""
@@ -143,6 +172,7 @@ class Engine:
             if not req.aborted:
                 self._running.append(req)
                 new.append(req)
+        self._count()
         if new and self.batch_log is not None:
             self.batch_log.prefill(new_seqs=len(new), new_tokens=sum(r.prompt_tokens for r in new),
                                    usage=self._usage(), running=len(self._running) - len(new),
@@ -160,12 +190,11 @@ class Engine:
             with self._cond:
                 self._admit()
                 while not self._running:
-                    self.stats.running = 0
+                    self._count()
                     self._cond.wait()
                     self._admit()
                     step_end = time.monotonic()  # the schedule restarts after idling
                 batch = list(self._running)
-                self.stats.running, self.stats.queued = len(batch), len(self._waiting)
             # Steps follow an absolute schedule, so time lost to the GIL in one step is made
             # up in the next instead of slowing the modelled GPU down.
             step_end += self.model.step_seconds(len(batch))
@@ -181,6 +210,7 @@ class Engine:
                 window = [time.monotonic(), 0, 0, 0]
             with self._cond:
                 self._running = [r for r in self._running if r.finish_reason is None and not r.aborted]
+                self._count()
 
     def _step(self, batch, window):
         produced = 0

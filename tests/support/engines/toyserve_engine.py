@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine i
     AcceptLength,
     Cause,
     Engine,
+    InFlight,
     compile_rule,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
@@ -76,4 +77,7 @@ ENGINE = Engine(
     accept_length=AcceptLength(numerator=("toyserve:spec_accepted",), denominator=("toyserve:spec_drafts",),
                                plus_one=True, meaning="none (toyserve has no speculative decoding)"),
     per_request_acceptance=None,
+    # Its running-batch gauge (toyserve/http_api.py); it has no queue gauge and names no request.
+    in_flight=InFlight(path="/metrics", running="toyserve:requests_running", waiting=None, entries=None,
+                       request_ids=None),
 )

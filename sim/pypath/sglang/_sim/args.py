@@ -10,8 +10,8 @@ import sys
 
 # Phase lengths in seconds, per profile.
 PROFILES = {
-    "fast": {"init": 0.2, "load": 0.6, "kv": 0.2, "graph": 0.5, "warmup": 0.3},
-    "realistic": {"init": 8.0, "load": 240.0, "kv": 12.0, "graph": 75.0, "warmup": 6.0},
+    "fast": {"init": 0.2, "load": 0.6, "kv": 0.2, "graph": 0.5, "warmup": 0.3, "drain_poll": 0.1},
+    "realistic": {"init": 8.0, "load": 240.0, "kv": 12.0, "graph": 75.0, "warmup": 6.0, "drain_poll": 5.0},
 }
 
 # name -> (type, default when neither flag, env nor profile gives one, help)
@@ -25,7 +25,8 @@ SIM_VALUES = {
                       "(more on code and structured text: _simcore/text.py)"),
     "seed": (int, 0, "seed for EOS and acceptance draws"),
     "eos_prob": (float, 0.004, "chance of an EOS per token without ignore_eos"),
-    "drain_seconds": (float, 8.0, "longest SIGTERM drain"),
+    # tokenizer_manager.py sigterm_watchdog: asyncio.sleep(5) between its looks at the drain
+    "drain_poll_seconds": (float, None, "period of the SIGTERM watchdog (real: 5 s)"),
     "single_stream_tps": (float, 63.6, "calibration: tok/s at concurrency 1"),
     "peak_tps": (float, 2370.0, "calibration: aggregate tok/s at peak concurrency"),
     "peak_concurrency": (int, 128, "calibration: the concurrency of peak_tps"),

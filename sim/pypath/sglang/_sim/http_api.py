@@ -6,10 +6,11 @@ as uvicorn/FastAPI send them. One handler thread a connection; tokens come from 
 import json
 import queue
 import time
+import urllib.parse
 
 from _simcore import http_base
 
-from sglang._sim import api, logs, metrics
+from sglang._sim import api, loads, logs, metrics
 
 HEALTH_TIMEOUT_S = 20.0  # HEALTH_CHECK_TIMEOUT: health_generate waits this long for one token
 # Always open, key or not (sglang/srt/utils/auth.py decide_request_auth).
@@ -51,6 +52,9 @@ class Handler(http_base.UvicornHandler):
             return self._json(200, app.server_info())
         if path == "/v1/models":
             return self._json(200, app.models_list())
+        if path == "/v1/loads":
+            status, ctype, body = loads.answer(app, dict(urllib.parse.parse_qsl(self.path.partition("?")[2])))
+            return self._send(status, body.encode() if isinstance(body, str) else http_base.dumps(body), ctype)
         if path == "/metrics" and app.args.enable_metrics:
             text = metrics.render(app.engine.stats, app.args.served_model_name, app.draft_tokens(),
                                   app.args.tp_size)
@@ -71,9 +75,7 @@ class Handler(http_base.UvicornHandler):
             return self._json(404, {"detail": "Not Found"})
         app = self.server.app
         try:
-            body = self._body()
-            if app.draining.is_set():
-                return self._json(503, {"error": {"message": "The server is shutting down."}})
+            body = self._body()  # accepted while draining too, as 0.5.23 does (shutdown.py)
             req = api.make_request(kind, body, app.args.sim_seed, app.args.sim_eos_prob)
             req.streaming = bool(body.get("stream"))
         except api.BadRequest as exc:

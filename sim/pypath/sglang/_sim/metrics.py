@@ -3,7 +3,7 @@
 Names, help texts and labels as sglang/srt/observability/metrics_collector.py declares them:
 the tokenizer's counters carry model_name and engine_type ("unified" outside PD
 disaggregation), the token and request counters also is_streaming; the scheduler's gauges
-carry model_name, engine_type, tp_rank, pp_rank, moe_ep_rank (one series per TP rank).
+carry model_name, engine_type, tp_rank, pp_rank, moe_ep_rank (TP rank 0's series only).
 Written as prometheus_client's multiprocess registry writes them (_simcore.prom).
 """
 from _simcore.prom import Exposition
@@ -20,7 +20,10 @@ def render(stats, model_name, draft_tokens, tp_size=1):
                 [(labels, row[1]) for labels, row in streams])
     out.counter("sglang:num_requests", "Number of requests processed.",
                 [(labels, row[2]) for labels, row in streams])
-    ranks = [dict(base, tp_rank=rank, pp_rank=0, moe_ep_rank=0) for rank in range(tp_size)]
+    # Only the scheduler of attention-TP rank 0 exports (srt/managers/scheduler.py: metrics_enabled
+    # needs attn_tp_rank == 0 unless --enable-metrics-for-all-schedulers), so the gauges add up
+    # to the server's own count. tp_size is kept for callers; every rank holds the same figure.
+    ranks = [dict(base, tp_rank=0, pp_rank=0, moe_ep_rank=0)]
     out.gauge("sglang:num_running_reqs", "The number of running requests.",
               [(labels, stats.running) for labels in ranks])
     out.gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.",

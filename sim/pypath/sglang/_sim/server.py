@@ -2,27 +2,25 @@
 
   parse args -> read configs -> spawn schedulers (TP ranks) + detokenizer -> wait for them
   -> bind uvicorn's port -> warm-up -> "The server is fired up and ready to roll!"
-  -> serve until SIGTERM -> drain (bounded) -> end its tree -> exit.
+  -> serve until SIGTERM -> drain until no request is left (shutdown.py) -> end its tree -> exit.
 Any failure: traceback in the log, the tree killed, a non-zero exit.
 """
 import os
 import signal
 import sys
 import threading
-import time
 import traceback
 
 from _simcore import engine as enginemod
 from _simcore import gpus, models, perf
 
 from sglang._sim import args as argsmod
-from sglang._sim import http_api, logs, multinode, ports, serverargs, warmup
+from sglang._sim import http_api, logs, multinode, ports, serverargs, shutdown, warmup
 from sglang._sim.app import App
 from sglang._sim.batchlog import BatchLog
 from sglang._sim.workers import Workers
 
 DRAFT_OVERHEAD_MIB = 2048  # drafter KV cache and its CUDA graphs, per rank
-LOG_DRAIN_EVERY_S = 5.0  # SGLang logs the drain state every 5 s
 
 
 def main(argv, entry="launch_server"):
@@ -102,11 +100,11 @@ def _serve(app, workers, log):
         workers.end()
         return 1
     logs.uvicorn("Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (args.host, args.port))
-    _install_sigterm(app, server, workers, log)
+    shutdown.install(app, workers, log)  # SIGTERM: drain with no deadline (shutdown.py)
     workers.watch(lambda: _child_died(workers, log))
     threading.Thread(target=_warm, args=(app, workers, log), name="warmup", daemon=True).start()
     server.serve_forever(poll_interval=0.2)
-    threading.Event().wait()  # the drain thread ends the process
+    threading.Event().wait()  # the SIGTERM watchdog ends the process
 
 
 def _warm(app, workers, log):
@@ -123,43 +121,3 @@ def _child_died(workers, log):
     log.error("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
     workers.end()
     os._exit(1)
-
-
-def _install_sigterm(app, server, workers, log):
-    if app.args.sim_hang_on_term:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        return
-
-    def on_term(signum, frame):
-        log.warning("SIGTERM received. signum=%s frame=%s. Draining requests and shutting down...",
-                    None, None)
-        if not app.draining.is_set():
-            app.draining.set()
-            threading.Thread(target=_drain, args=(app, server, workers, log), daemon=True).start()
-
-    signal.signal(signal.SIGTERM, on_term)
-
-
-def _drain(app, server, workers, log):
-    server.shutdown()  # stop accepting; handler threads of in-flight requests go on
-    server.server_close()
-    deadline = time.monotonic() + app.args.sim_drain_seconds
-    next_log = 0.0
-    while True:
-        rids = app.engine.pending_rids()
-        now = time.monotonic()
-        if not rids or now >= next_log:
-            log.info("Gracefully exiting... Remaining number of requests %d. Remaining requests "
-                     "remaining_rids=%r.", len(rids), rids)
-            next_log = now + LOG_DRAIN_EVERY_S
-        if not rids:
-            break
-        if now >= deadline:
-            log.error("Drain timed out after %.1f s with %d requests left. Force exiting.",
-                      app.args.sim_drain_seconds, len(rids))
-            break
-        time.sleep(0.05)
-    time.sleep(0.1)  # let the last handler threads write their final chunk
-    workers.end()
-    sys.stderr.flush()
-    os._exit(0)

@@ -56,7 +56,7 @@ def load_flags():
 
 # Types of the flags the simulator reads (the rest are accepted as strings).
 TYPES = {"--port": int, "--tensor-parallel-size": int, "-tp": int, "--gpu-memory-utilization": float,
-         "--max-num-seqs": int, "--max-model-len": int, "--seed": int,
+         "--max-num-seqs": int, "--shutdown-timeout": int, "--max-model-len": int, "--seed": int,
          "--data-parallel-size": int, "-dp": int, "--pipeline-parallel-size": int, "-pp": int}
 
 
@@ -236,6 +236,7 @@ def parse(argv):
     ns.port = ns.port or 8000
     ns.gpu_util = ns.gpu_memory_utilization if ns.gpu_memory_utilization is not None else 0.9
     ns.max_num_seqs = ns.max_num_seqs or 256
+    ns.shutdown_timeout = ns.shutdown_timeout or 0  # VllmConfig.shutdown_timeout: 0, ge=0
     ns.served_names = list(ns.served_model_name or [ns.model])
     ns.spec = None
     if ns.speculative_config:

@@ -72,6 +72,15 @@ class Handler(http_base.UvicornHandler):
         req.streaming = bool(body.get("stream"))
         req.rid = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex
         model = body.get("model") or app.args.served_names[0]
+        if app.draining.is_set():
+            # core.py _reject_add_in_shutdown: aborted at once, finish_reason "abort"
+            req.finish_reason = "abort"
+            req.events.put(([], True))
+            if req.streaming:
+                self._stream(kind, req, body, model)
+            else:
+                self._json(200, self._full(kind, req, model, ""))
+            return None
         self._answer(app.engine, req, lambda: self._stream(kind, req, body, model),
                      lambda text: self._full(kind, req, model, text))
         return None

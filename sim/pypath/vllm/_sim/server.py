@@ -3,7 +3,8 @@
   parse args -> "vLLM server version" -> spawn EngineCore (which spawns one worker a TP rank)
   -> engine initialised ("init engine ... took") -> "Starting vLLM server on" -> uvicorn's
   "Application startup complete." (the engine is warm before uvicorn starts: ready then)
-  -> serve until SIGTERM -> stop EngineCore (and its workers) -> exit 0.
+  -> serve until SIGTERM -> abort or drain per --shutdown-timeout (shutdown.py)
+  -> stop EngineCore (and its workers) -> exit 0.
 A failed start-up: the engine's traceback in the log, exit 1.
 """
 import os
@@ -19,7 +20,7 @@ from _simcore import gpus, models, perf, procs
 
 from vllm import __version__
 from vllm._sim import args as argsmod
-from vllm._sim import engine_core, http_api, logs, multinode
+from vllm._sim import engine_core, http_api, logs, multinode, shutdown
 
 
 class App:
@@ -32,6 +33,7 @@ class App:
         self.engine_proc = engine_proc
         self.engine_dead = threading.Event()
         self.stopping = threading.Event()  # SIGTERM seen: EngineCore's exit is expected
+        self.draining = threading.Event()  # SIGTERM seen: new requests are aborted (shutdown.py)
         self.created = None
         self.metrics_created = time.time()  # the counters' `_created` value (registered at start-up)
 
@@ -117,9 +119,8 @@ def _serve(app, server, conn):
     logs.uvicorn("Waiting for application startup.")
     logs.uvicorn("Application startup complete.")
 
-    def on_term(signum, frame):
-        app.stopping.set()
-        threading.Thread(target=_shutdown, args=(server, conn, app.engine_proc), daemon=True).start()
+    def on_term(signum, frame):  # --shutdown-timeout: abort, or drain up to it (shutdown.py)
+        shutdown.begin(app, lambda: _shutdown(server, conn, app.engine_proc))
 
     signal.signal(signal.SIGTERM, on_term)
     threading.Thread(target=_watch_engine, args=(app, server, conn), daemon=True).start()
