@@ -15,7 +15,7 @@ import random
 import threading
 import time
 
-from _simcore import text
+from _simcore import gpus, text
 
 WORDS = ("the", "model", "server", "token", "of", "a", "GPU", "to", "and", "batch", "is",
          "in", "fleet", "request", "memory", "cache", "that", "for", "with", "draft")
@@ -117,6 +117,7 @@ class Engine:
         self._waiting = collections.deque()
         self._running = []
         self._thread = threading.Thread(target=self._loop, name="engine", daemon=True)
+        self._load = gpus.LoadReporter()  # the fake GPUs draw power by the batch's size
 
     def start(self):
         self._thread.start()
@@ -161,11 +162,13 @@ class Engine:
                 self._admit()
                 while not self._running:
                     self.stats.running = 0
+                    self._load.report(0)
                     self._cond.wait()
                     self._admit()
                     step_end = time.monotonic()  # the schedule restarts after idling
                 batch = list(self._running)
                 self.stats.running, self.stats.queued = len(batch), len(self._waiting)
+            self._load.report(len(batch) / max(self.max_running, 1))
             # Steps follow an absolute schedule, so time lost to the GIL in one step is made
             # up in the next instead of slowing the modelled GPU down.
             step_end += self.model.step_seconds(len(batch))
