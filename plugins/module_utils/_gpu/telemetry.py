@@ -306,7 +306,6 @@ def _window_ticks(samples: list, start: float, end: float) -> list:
     return [tick for tick in samples if start <= tick[0][0] <= end]
 
 
-
 def _throttling(ticks: list, n: int, default_sm: list) -> tuple:
     """(throttled, reasons, busy SM clocks) over the window's ticks."""
     seen, clocks = set(), []

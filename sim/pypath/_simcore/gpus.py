@@ -126,7 +126,7 @@ class LoadReporter:
         if not self.root:
             return
         now = time.monotonic()
-        load = round(min(max(float(load), 0.0), 1.0), 2)
+        load = round(min(max(float(load), 0.0), 1.0), 3)
         if load == self.last or (load > 0 and now - self.sent_at < self.MIN_GAP_S):
             return
         gpus = self._lookup(now)
