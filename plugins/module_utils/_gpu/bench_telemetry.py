@@ -15,6 +15,8 @@ known; `telemetry: true` makes either missing an error, `false` turns it off.
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import urllib.parse
 from typing import Any
 
@@ -24,11 +26,32 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import telem
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import descendants, psutil, read_environ, snapshot
 
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "[::1]")
+WILDCARDS = ("0.0.0.0", "::")
 
 
-def _listener(port: int) -> int | None:
-    """The PID listening on TCP PORT on this host, when it can be seen."""
+def _addresses(hostname: str) -> set:
+    """The IP addresses HOSTNAME resolves to (none when it does not)."""
+    try:
+        return {info[4][0] for info in socket.getaddrinfo(hostname, None, proto=socket.IPPROTO_TCP)}
+    except (OSError, UnicodeError):
+        return set()
+
+
+def _is_local(addresses: set) -> bool:
+    """Whether one of ADDRESSES is this host's: loopback, or an address of one of its interfaces."""
+    if any(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
+        return True
+    if psutil is None:
+        return False
+    try:
+        own = {a.address.split("%")[0] for nic in psutil.net_if_addrs().values() for a in nic}
+    except OSError:
+        return False
+    return bool(own & addresses)
+
+
+def _listener(addresses: set, port: int) -> int | None:
+    """The PID listening on one of ADDRESSES (or on every address) at TCP PORT, when it can be seen."""
     if psutil is None:
         return None
     try:
@@ -36,7 +59,8 @@ def _listener(port: int) -> int | None:
     except (psutil.AccessDenied, OSError):
         return None
     for conn in conns:
-        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+        if (conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid
+                and (conn.laddr.ip in addresses or conn.laddr.ip in WILDCARDS)):
             return conn.pid
     return None
 
@@ -49,12 +73,13 @@ def _from_cvd(value: str) -> list | None:
 def server_gpus(base_url: str) -> tuple:
     """(GPU indices, how they were found) of the server at BASE_URL on this host; (None, why) if unknown."""
     url = urllib.parse.urlsplit(base_url)
-    if (url.hostname or "") not in LOCAL_HOSTS:
+    addresses = _addresses(url.hostname or "")
+    if not _is_local(addresses):
         return None, "the server %s is not on this host: give gpus" % (url.hostname or base_url)
     port = url.port or (443 if url.scheme == "https" else 80)
-    pid = _listener(port)
+    pid = _listener(addresses, port)
     if pid is None:
-        return None, "no process seen listening on port %d: give gpus" % port
+        return None, "no process seen listening on %s port %d: give gpus" % (url.hostname, port)
     env = read_environ(pid) or {}
     cvd = _from_cvd(env.get("CUDA_VISIBLE_DEVICES", ""))
     if cvd is not None:

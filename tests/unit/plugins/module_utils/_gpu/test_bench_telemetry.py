@@ -39,9 +39,32 @@ def test_cuda_visible_devices_of_the_server(value, gpus):
 
 
 def test_no_listener_on_the_port_is_named(monkeypatch):
-    monkeypatch.setattr(bt, "_listener", lambda port: None)
-    gpus, why = bt.server_gpus("http://127.0.0.1:39999")
-    assert gpus is None and "port 39999" in why
+    monkeypatch.setattr(bt, "_listener", lambda addresses, port: None)
+    gpus, why = bt.server_gpus("http://127.0.0.3:39999")
+    assert gpus is None and "127.0.0.3 port 39999" in why
+
+
+@pytest.mark.parametrize("host, local", [("127.0.0.1", True), ("127.0.0.7", True), ("localhost", True),
+                                         ("::1", True), ("10.1.2.3", False), ("no-such-host.invalid", False)])
+def test_which_servers_are_on_this_host(host, local):
+    assert bt._is_local(bt._addresses(host)) is local
+
+
+def test_the_servers_cuda_visible_devices_through_its_listening_socket(tmp_path):
+    """A listener of ours with CUDA_VISIBLE_DEVICES set: found by its address and port, its devices read."""
+    import subprocess
+    import sys
+    server = subprocess.Popen([sys.executable, "-c", "import socket, sys, time\n"
+                               "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+                               "print(s.getsockname()[1], flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True, env={"CUDA_VISIBLE_DEVICES": "2,5"})
+    try:
+        port = int(server.stdout.readline())
+        gpus, how = bt.server_gpus("http://127.0.0.1:%d/v1" % port)
+    finally:
+        server.kill()
+        server.wait()
+    assert gpus == [2, 5] and "CUDA_VISIBLE_DEVICES of the server (pid %d)" % server.pid in how
 
 
 def test_a_sampler_that_cannot_start_leaves_the_figures_missing(monkeypatch):
