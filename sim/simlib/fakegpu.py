@@ -48,8 +48,11 @@ Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads 
                                                 nvmlGpuFabricState_t (3 = completed)
                                                 and the training's NVML return code
       pcie_width(_max), pcie_gen(_max)          the link now and at most
-      clocks_event_reasons                      bit mask (0x40 HW thermal slowdown ...)
-      temperature, temperature_slowdown, temperature_shutdown   degrees C
+      clocks_event_reasons                      bit mask (0x40 HW thermal slowdown ...); when the
+                                                file does not name it, 0x1 (idle) while idle and
+                                                none while busy (the power model below)
+      temperature, temperature_slowdown, temperature_shutdown   degrees C (temperature, when
+                                                not named: 35 + 45 x the load)
     HEALTH_FAULTS names the faults the tests inject (inject_health / `simctl gpu health`).
   ROOT/nvml/power/gpu<N>       the GPU's load, power and energy counter: one line
                                "t_ms e_uj p_mw prev_p_mw load_milli vpow_ns vtherm_ns
