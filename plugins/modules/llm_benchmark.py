@@ -317,7 +317,7 @@ options:
         (O(gpus), or the server found listening on O(base_url)'s port on this host); RV(telemetry)
         says why it was off. V(true) makes either missing an error; V(false) turns it off.
       - A sampler that dies or hangs, or a reading a GPU does not support, never fails the run - its
-        figures are null and RV(levels[].telemetry.notes) says why.
+        figures are null and C(notes) of RV(levels[].telemetry) says why.
     type: bool
   gpus:
     description:
@@ -520,7 +520,7 @@ levels:
       description: >-
         Joules the server's GPUs drew together over the measurement window (RV(levels[].duration_s)): each GPU's
         energy counter (C(nvmlDeviceGetTotalEnergyConsumption)) interpolated at the window's two ends, summed; where a
-        GPU has no counter, its power integrated over the samples (RV(levels[].telemetry.energy_source) says
+        GPU has no counter, its power integrated over the samples (C(energy_source) of RV(levels[].telemetry) says
         C(power_integral)). Present with O(telemetry); null when it could not be measured.
       type: float
       sample: 5120.4
