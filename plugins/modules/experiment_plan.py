@@ -35,8 +35,10 @@ description:
     C(min_acceptance_length) (mean acceptance length over the levels; not applicable to a variant without
     C(speculative)), C(min_speedup) (output tok/s divided by the reference's at the same concurrency, at each
     of C(levels); a number, or C({value: 1.3, levels: [1]}); without C(levels) every level both ran),
-    C(max_ttft_p99_ms) and C(max_tpot_p99_ms) (the highest p99 of any level) and C(max_failed_requests)
-    (all levels together). A gate whose figure is missing fails."
+    C(max_ttft_p99_ms) and C(max_tpot_p99_ms) (the highest p99 of any level), C(max_failed_requests)
+    (all levels together), C(throttled) (V(false) - no level ran on a throttled GPU) and C(min_tokens_per_joule)
+    (the lowest tok/J of any level); the last two need llm_benchmark's GPU telemetry (docs/telemetry.md).
+    A gate whose figure is missing fails."
   - "C(variants) (required): a list; each variant has C(name) and C(engine) (V(sglang) or V(vllm)), and may have
     C(server) (the engine's server role variables without the C(ENGINE_server_) prefix, checked against
     the role's argument spec, for example C(model_path), C(tp_size), C(mem_fraction_static), C(extra_args);

@@ -308,6 +308,24 @@ options:
       - A file on the target host that gets one line as each level starts and ends
         (C(tail -f) it; Ansible shows nothing until the task returns).
     type: path
+  telemetry:
+    description:
+      - Sample the server's GPUs through NVML at 10 Hz during every level (in a child process,
+        not the load client's) and add energy, tokens per joule, power, SM clocks and throttling
+        to each level (RV(levels[].energy_j) and the keys after it; docs/telemetry.md defines each).
+      - When not set, on when nvidia-ml-py is installed on the host and the GPUs are known
+        (O(gpus), or the server found listening on O(base_url)'s port on this host); RV(telemetry)
+        says why it was off. V(true) makes either missing an error; V(false) turns it off.
+      - A sampler that dies or hangs, or a reading a GPU does not support, never fails the run - its
+        figures are null and C(notes) of RV(levels[].telemetry) says why.
+    type: bool
+  gpus:
+    description:
+      - GPU indices (NVML's) the server uses, for O(telemetry). When not set, the
+        C(CUDA_VISIBLE_DEVICES) of the process listening on O(base_url)'s port on this host,
+        else the GPUs its process tree holds memory on.
+    type: list
+    elements: int
 notes:
   - Runs on the host that reaches the server (usually the server's own host), with the
     Python standard library only.
@@ -498,6 +516,55 @@ levels:
         and for each of those three figures C(n), C(mean), C(low) and C(high) (the 95% confidence interval,
         Student t; null bounds from one value). Absent with one run.
       type: dict
+    energy_j:
+      description: >-
+        Joules the server's GPUs drew together over the measurement window (RV(levels[].duration_s)): each GPU's
+        energy counter (C(nvmlDeviceGetTotalEnergyConsumption)) interpolated at the window's two ends, summed; where a
+        GPU has no counter, its power integrated over the samples (C(energy_source) of RV(levels[].telemetry) says
+        C(power_integral)). Present with O(telemetry); null when it could not be measured.
+      type: float
+      sample: 5120.4
+    joules_per_output_token:
+      description: RV(levels[].energy_j) / RV(levels[].output_tokens).
+      type: float
+      sample: 0.078
+    output_tokens_per_joule:
+      description: RV(levels[].output_tokens) / RV(levels[].energy_j) (tok/J).
+      type: float
+      sample: 12.75
+    power_avg_w:
+      description: RV(levels[].energy_j) / RV(levels[].duration_s), the GPUs together.
+      type: float
+    power_peak_w:
+      description: The highest sum of the GPUs' C(nvmlDeviceGetPowerUsage) at one sample inside the window.
+      type: float
+    sm_clock_min_mhz:
+      description: Lowest SM clock of any GPU in a busy sample (utilisation 50% or more) inside the window.
+      type: int
+    sm_clock_median_mhz:
+      description: Median SM clock over the busy samples of every GPU inside the window.
+      type: float
+    throttled:
+      description: >-
+        True when a sample inside the window had a hardware slowdown, thermal or power-brake clocks-event reason
+        (C(nvmlDeviceGetCurrentClocksEventReasons) 0x8, 0x20, 0x40, 0x80), or a busy SM clock below 75% of the GPU's
+        default clock (nvbench's throttle threshold). Null when unknown.
+      type: bool
+      sample: false
+    throttle_reasons:
+      description: >-
+        What made the level throttled - C(hw_slowdown), C(sw_thermal_slowdown), C(hw_thermal_slowdown),
+        C(hw_power_brake_slowdown), C(sm_clock_below_75pct_of_default); empty when not throttled.
+      type: list
+      elements: str
+    telemetry:
+      description: >-
+        How the figures above were measured - C(gpus), C(samples), C(interval_ms), C(window_s) (the window in
+        CLOCK_MONOTONIC seconds), C(energy_source) (C(counter) or C(power_integral)), C(sm_clock_default_mhz) (per
+        GPU), C(mem_clock_min_mhz), C(temperature_max_c), C(memory_used_max_mib), C(violation_s) (C(power) and
+        C(thermal): the largest growth of a GPU's C(nvmlDeviceGetViolationStatus) over the level) and C(notes)
+        (calls not supported, a sampler that stopped).
+      type: dict
     categories:
       description: >-
         With a O(workload) whose items have categories, the level's counted requests per category:
@@ -554,6 +621,13 @@ workload:
   returned: success
   type: dict
   sample: {"source": "builtin", "name": "builtin-v1", "sample": 80, "seed": 0, "categories": {"code": 10}}
+telemetry:
+  description: >-
+    Whether GPU telemetry ran - C(enabled), C(gpus), C(gpus_from) (the O(gpus) option, the server's
+    C(CUDA_VISIBLE_DEVICES), or the GPUs its processes hold memory on) and C(reason) (why it was off).
+  returned: success
+  type: dict
+  sample: {"enabled": true, "gpus": [0, 1], "gpus_from": "the gpus option", "reason": null}
 request_records:
   description: Absolute path of the per-request JSONL file on the host.
   returned: when O(request_records) is set
@@ -589,6 +663,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.formats import FORMATS
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.bench_telemetry import for_benchmark
 
 
 def main():
@@ -636,10 +711,12 @@ def main():
             slo_e2e_ms=dict(type="float"),
             connection=dict(type="str", choices=["keep_alive", "per_request"], default="keep_alive"),
             progress_file=dict(type="path"),
+            telemetry=dict(type="bool"),
+            gpus=dict(type="list", elements="int"),
         ),
         supports_check_mode=True,
     )
-    run_module(module, benchmark, module.params, check_mode=module.check_mode)
+    run_module(module, benchmark, module.params, check_mode=module.check_mode, telemetry=for_benchmark)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,12 @@
  *   ROOT/nvml/alloc/r-G-P-T-MS  an allocation whose holder is gone, first seen
  *                           so at CLOCK_MONOTONIC MS; still counted until
  *                           release_delay_ms has passed, then removed
- *   ROOT/nvml/faults/       hang, hang<N>, lost<N>, no_v2 (see simlib/fakegpu.py)
+ *   ROOT/nvml/faults/       hang, hang<N>, lost<N>, no_v2, no_energy (see simlib/fakegpu.py)
  *   ROOT/nvml/health/gpu<N> the health a GPU reports (ECC, retired pages, row remaps,
  *                           recovery action, InfoROM, fabric, PCIe, clocks events,
  *                           temperature): the model is at "health" below
+ *   ROOT/nvml/power/gpu<N>  the GPU's load, power and energy counter, written by
+ *                           simlib/fakegpu.py: the model is at "power" below
  *
  * Memory semantics as measured on a real driver: v1 used = reserved + allocations,
  * v2 used = allocations only, v2 free = total - reserved - used.
@@ -84,6 +86,10 @@ static char g_name[96] = "NVIDIA RTX PRO 6000 Blackwell Server Edition";
 static unsigned long long g_memory_mib = 97887, g_reserved_mib = 615;
 static char g_driver[80] = "580.95.05";
 static long long g_delay_ms = 120;
+/* The power and clocks model (config keys of the same names; see "power" below). */
+static long long g_energy_period_ms = 20, g_power_max_w = 700;
+static long long g_sm_clock_max = 1980, g_sm_clock_default = 1755, g_sm_clock_idle = 345;
+static long long g_mem_clock = 2619;
 static fake_dev g_devs[MAX_GPUS];
 static int g_devfds[MAX_GPUS + 4];
 static int g_ndevfds;
@@ -201,6 +207,18 @@ static int load_config(const char *root)
             snprintf(g_driver, sizeof g_driver, "%s", val);
         else if (!strcmp(line, "release_delay_ms"))
             g_delay_ms = strtoll(val, NULL, 10);
+        else if (!strcmp(line, "energy_period_ms"))
+            g_energy_period_ms = strtoll(val, NULL, 10);
+        else if (!strcmp(line, "power_max_w"))
+            g_power_max_w = strtoll(val, NULL, 10);
+        else if (!strcmp(line, "sm_clock_max_mhz"))
+            g_sm_clock_max = strtoll(val, NULL, 10);
+        else if (!strcmp(line, "sm_clock_default_mhz"))
+            g_sm_clock_default = strtoll(val, NULL, 10);
+        else if (!strcmp(line, "sm_clock_idle_mhz"))
+            g_sm_clock_idle = strtoll(val, NULL, 10);
+        else if (!strcmp(line, "mem_clock_mhz"))
+            g_mem_clock = strtoll(val, NULL, 10);
         else if (!strncmp(line, "uuid", 4) && isdigit((unsigned char)line[4])) {
             unsigned long n = strtoul(line + 4, NULL, 10);
             if (n < MAX_GPUS)
@@ -756,6 +774,8 @@ typedef struct {
     long long fabric_state, fabric_status;
     long long pcie_width, pcie_width_max, pcie_gen, pcie_gen_max;
     long long clocks_event_reasons, temperature, temperature_slowdown, temperature_shutdown;
+    /* the file names them: fixed readings; else the load's (see "power") */
+    int temperature_given, reasons_given;
 } health_t;
 
 static void read_health(unsigned int gpu, health_t *h)
@@ -793,6 +813,13 @@ static void read_health(unsigned int gpu, health_t *h)
 #define KEY(name) else if (!strcmp(line, #name)) h->name = v
         if (!strcmp(line, "inforom"))
             snprintf(h->inforom, sizeof h->inforom, "%s", val);
+        else if (!strcmp(line, "clocks_event_reasons")) {
+            h->clocks_event_reasons = v;
+            h->reasons_given = 1;
+        } else if (!strcmp(line, "temperature")) {
+            h->temperature = v;
+            h->temperature_given = 1;
+        }
         else if (!strcmp(line, "retired_sbe") || !strcmp(line, "retired_dbe")
                  || !strcmp(line, "retired_pending")) {
             h->retirement_supported = 1;
@@ -807,7 +834,7 @@ static void read_health(unsigned int gpu, health_t *h)
         KEY(remap_corr); KEY(remap_unc); KEY(remap_pending); KEY(remap_failure);
         KEY(recovery_action); KEY(fabric_state); KEY(fabric_status);
         KEY(pcie_width); KEY(pcie_width_max); KEY(pcie_gen); KEY(pcie_gen_max);
-        KEY(clocks_event_reasons); KEY(temperature); KEY(temperature_slowdown);
+        KEY(temperature_slowdown);
         KEY(temperature_shutdown);
 #undef KEY
     }
@@ -1003,10 +1030,122 @@ UINT_GETTER(nvmlDeviceGetCurrPcieLinkGeneration, pcie_gen)
 UINT_GETTER(nvmlDeviceGetMaxPcieLinkGeneration, pcie_gen_max)
 UINT_GETTER(nvmlDeviceGetGpuMaxPcieLinkGeneration, pcie_gen_max)
 
+/* threshold: 0 shutdown, 1 slowdown; the others are not modelled. */
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t dev, int threshold, unsigned int *temp)
+{
+    HEALTH(dev, h, temp);
+    if (threshold == 0)
+        *temp = (unsigned)h.temperature_shutdown;
+    else if (threshold == 1)
+        *temp = (unsigned)h.temperature_slowdown;
+    else
+        return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+}
+
+/* ---- power -----------------------------------------------------------------
+ *
+ * ROOT/nvml/power/gpu<N>: one line of integers, rewritten atomically by
+ * simlib/fakegpu.py (set_load, and set_health, which changes what a load draws):
+ *   t_ms e_uj p_mw prev_p_mw load_milli vpow_ns vtherm_ns pow_active therm_active
+ * Since CLOCK_MONOTONIC t_ms the GPU draws p_mw (before it, prev_p_mw); the energy it
+ * had drawn at t_ms is e_uj, the power- and thermal-violation times vpow_ns, vtherm_ns,
+ * growing while pow_active / therm_active. load_milli is the server's load (0 idle,
+ * 1000 full batch). The model, computed on the Python side, is sim/README.md's:
+ *   energy counter  e_uj + p_mw x (t - t_ms), read at the last multiple of
+ *                   energy_period_ms (like a real card's 20-100 ms update), in mJ
+ *   power usage     p_mw now
+ *   SM clock        idle: sm_clock_idle_mhz; busy: sm_clock_max_mhz, or half of
+ *                   sm_clock_default_mhz while a slowdown reason (0x8 HW slowdown,
+ *                   0x20/0x40 thermal, 0x80 power brake) is set in the health file
+ *   memory clock    mem_clock_mhz
+ *   reasons         the health file's when it names them, else 0x1 (GPU idle) while
+ *                   idle and none while busy
+ *   temperature     the health file's when it names one, else 35 + 45 x load
+ *   utilisation     gpu 100 % while busy; memory 60 % x load
+ * No power file (or fault no_energy): the energy counter is NOT_SUPPORTED (the
+ * power reading stays), as on a driver or board without it.
+ */
+
+typedef struct {
+    long long t_ms, e_uj, p_mw, prev_p_mw, load_milli, vpow_ns, vtherm_ns, pow_active, therm_active;
+    int present;
+} power_t;
+
+static void read_power(unsigned int gpu, power_t *p)
+{
+    const char *root = state_root();
+    char path[4352];
+    FILE *f;
+
+    memset(p, 0, sizeof *p);
+    p->p_mw = p->prev_p_mw = 0;
+    if (!root || !root[0])
+        return;
+    snprintf(path, sizeof path, "%s/nvml/power/gpu%u", root, gpu);
+    f = fopen(path, "re");
+    if (!f)
+        return;
+    if (fscanf(f, "%lld %lld %lld %lld %lld %lld %lld %lld %lld", &p->t_ms, &p->e_uj, &p->p_mw,
+               &p->prev_p_mw, &p->load_milli, &p->vpow_ns, &p->vtherm_ns, &p->pow_active,
+               &p->therm_active) == 9)
+        p->present = 1;
+    fclose(f);
+}
+
+#define SLOWDOWN_REASONS 0xE8ULL /* HW slowdown, SW and HW thermal, HW power brake */
+
+#define POWER(dev, h, p, out)               \
+    health_t h;                             \
+    power_t p;                              \
+    ENTER_DEV(dev);                         \
+    if (!(out))                             \
+        return NVML_ERROR_INVALID_ARGUMENT; \
+    read_health((dev)->index, &h);          \
+    read_power((dev)->index, &p)
+
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t dev, unsigned long long *energy)
+{
+    long long now, tq, period;
+    double uj;
+    POWER(dev, h, p, energy);
+    if (!p.present || fault_exists("no_energy"))
+        return NVML_ERROR_NOT_SUPPORTED;
+    now = now_ms();
+    period = g_energy_period_ms > 0 ? g_energy_period_ms : 1;
+    tq = now - now % period; /* the counter's last update */
+    if (tq >= p.t_ms)
+        uj = (double)p.e_uj + (double)p.p_mw * (double)(tq - p.t_ms);
+    else
+        uj = (double)p.e_uj - (double)p.prev_p_mw * (double)(p.t_ms - tq);
+    *energy = uj > 0 ? (unsigned long long)(uj / 1000.0) : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int *mw)
+{
+    POWER(dev, h, p, mw);
+    *mw = (unsigned)(p.present ? p.p_mw : 0);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t dev, unsigned int *mw)
+{
+    HEALTH(dev, h, mw);
+    *mw = (unsigned)(g_power_max_w * 1000);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t dev, unsigned int *mw)
+{
+    return nvmlDeviceGetEnforcedPowerLimit(dev, mw);
+}
+
 nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev, unsigned long long *reasons)
 {
-    HEALTH(dev, h, reasons);
-    *reasons = (unsigned long long)h.clocks_event_reasons;
+    POWER(dev, h, p, reasons);
+    *reasons = h.reasons_given ? (unsigned long long)h.clocks_event_reasons
+                               : (p.load_milli > 0 ? 0ULL : 0x1ULL);
     return NVML_SUCCESS;
 }
 
@@ -1018,22 +1157,101 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t dev, unsigne
 /* sensor 0: NVML_TEMPERATURE_GPU, the only one. */
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t dev, int sensor, unsigned int *temp)
 {
-    HEALTH(dev, h, temp);
+    POWER(dev, h, p, temp);
     if (sensor != 0)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *temp = (unsigned)h.temperature;
+    *temp = h.temperature_given ? (unsigned)h.temperature
+                                : (unsigned)(35 + 45 * p.load_milli / 1000);
     return NVML_SUCCESS;
 }
 
-/* threshold: 0 shutdown, 1 slowdown; the others are not modelled. */
-nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t dev, int threshold, unsigned int *temp)
+/* type: 0 graphics, 1 SM, 2 memory, 3 video. */
+static long long clock_now(const health_t *h, const power_t *p, int type)
 {
-    HEALTH(dev, h, temp);
-    if (threshold == 0)
-        *temp = (unsigned)h.temperature_shutdown;
-    else if (threshold == 1)
-        *temp = (unsigned)h.temperature_slowdown;
+    if (type == 2)
+        return g_mem_clock;
+    if (p->load_milli <= 0)
+        return g_sm_clock_idle;
+    if ((unsigned long long)h->clocks_event_reasons & SLOWDOWN_REASONS)
+        return g_sm_clock_default / 2;
+    return g_sm_clock_max;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t dev, int type, unsigned int *clock)
+{
+    POWER(dev, h, p, clock);
+    if (type < 0 || type > 3)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *clock = (unsigned)clock_now(&h, &p, type);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t dev, int type, unsigned int *clock)
+{
+    HEALTH(dev, h, clock);
+    if (type < 0 || type > 3)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *clock = (unsigned)(type == 2 ? g_mem_clock : g_sm_clock_max);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t dev, int type, unsigned int *clock)
+{
+    HEALTH(dev, h, clock);
+    if (type < 0 || type > 3)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *clock = (unsigned)(type == 2 ? g_mem_clock : g_sm_clock_default);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t dev, int type, unsigned int *clock)
+{
+    return nvmlDeviceGetDefaultApplicationsClock(dev, type, clock);
+}
+
+/* clockId: 0 current, 1 applications target, 2 applications default, 3 customer boost max. */
+nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t dev, int type, int id, unsigned int *clock)
+{
+    POWER(dev, h, p, clock);
+    if (type < 0 || type > 3 || id < 0 || id > 3)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (id == 0)
+        *clock = (unsigned)clock_now(&h, &p, type);
+    else if (id == 3)
+        *clock = (unsigned)(type == 2 ? g_mem_clock : g_sm_clock_max);
     else
+        *clock = (unsigned)(type == 2 ? g_mem_clock : g_sm_clock_default);
+    return NVML_SUCCESS;
+}
+
+typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *util)
+{
+    POWER(dev, h, p, util);
+    util->gpu = p.load_milli > 0 ? 100 : 0;
+    util->memory = (unsigned)(60 * p.load_milli / 1000);
+    return NVML_SUCCESS;
+}
+
+typedef struct { unsigned long long referenceTime, violationTime; } nvmlViolationTime_t;
+
+/* perfPolicyType: 0 power, 1 thermal; the others are not modelled. violationTime in ns. */
+nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t dev, int policy, nvmlViolationTime_t *viol)
+{
+    struct timespec ts;
+    long long since;
+    POWER(dev, h, p, viol);
+    if (policy != 0 && policy != 1)
         return NVML_ERROR_NOT_SUPPORTED;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    since = now_ms() - p.t_ms;
+    if (!p.present || since < 0)
+        since = 0;
+    viol->referenceTime = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL;
+    if (policy == 0)
+        viol->violationTime = (unsigned long long)(p.vpow_ns + (p.pow_active ? since * 1000000LL : 0));
+    else
+        viol->violationTime = (unsigned long long)(p.vtherm_ns + (p.therm_active ? since * 1000000LL : 0));
     return NVML_SUCCESS;
 }

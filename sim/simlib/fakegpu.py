@@ -32,6 +32,7 @@ Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads 
       hang<N>   the same for the calls on GPU N only (`simctl gpu fault ROOT hang N`)
       lost<N>   calls on GPU N (handle lookups included) return NVML_ERROR_GPU_IS_LOST
       no_v2     nvmlDeviceGetMemoryInfo_v2 returns NVML_ERROR_FUNCTION_NOT_FOUND
+      no_energy nvmlDeviceGetTotalEnergyConsumption returns NVML_ERROR_NOT_SUPPORTED
   ROOT/nvml/health/gpu<N>      what GPU N reports to gpu_health's NVML calls, key=value,
                                read at every call (set_health / `simctl gpu health`); an
                                absent key keeps its healthy default (HEALTH_DEFAULTS):
@@ -47,9 +48,19 @@ Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads 
                                                 nvmlGpuFabricState_t (3 = completed)
                                                 and the training's NVML return code
       pcie_width(_max), pcie_gen(_max)          the link now and at most
-      clocks_event_reasons                      bit mask (0x40 HW thermal slowdown ...)
-      temperature, temperature_slowdown, temperature_shutdown   degrees C
+      clocks_event_reasons                      bit mask (0x40 HW thermal slowdown ...); when the
+                                                file does not name it, 0x1 (idle) while idle and
+                                                none while busy (the power model below)
+      temperature, temperature_slowdown, temperature_shutdown   degrees C (temperature, when
+                                                not named: 35 + 45 x the load)
     HEALTH_FAULTS names the faults the tests inject (inject_health / `simctl gpu health`).
+  ROOT/nvml/power/gpu<N>       the GPU's load, power and energy counter: one line
+                               "t_ms e_uj p_mw prev_p_mw load_milli vpow_ns vtherm_ns
+                               pow_active therm_active" (set_load; set_health rebases it,
+                               since a slowdown changes what a load draws); the model is
+                               POWER_MODEL below and sim/README.md's "Power and energy"
+  ROOT/nvml/power/gpu<N>.log   one line "t_ms e_uj p_mw" per change: the counter's own
+                               integral (energy_between) that tests check telemetry with
   ROOT/kernel.log              the host's kernel log: add_xid appends "NVRM: Xid" lines for a
                                GPU's PCI address (pci_bus_id); gpu_health reads it with
                                kernel_log=ROOT/kernel.log
@@ -90,7 +101,24 @@ DEFAULT_RESERVED_MIB = 615
 DEFAULT_DRIVER = "580.95.05"
 DEFAULT_RELEASE_DELAY_MS = 120
 LIB_NAME = "libnvidia-ml.so.1"
-FAULTS = ("hang", "lost", "no_v2")
+FAULTS = ("hang", "lost", "no_v2", "no_energy")
+# The power model's defaults (nvml/config keys of the same names; fakenvml.c reads them too).
+# An H100/H200 SXM board: 700 W limit, SM clocks as `nvidia-smi -q -d CLOCK` prints them
+# (max 1980 MHz, default applications clock 1755 MHz, memory 2619 MHz); idle 70 W.
+POWER_MODEL = {
+    "energy_period_ms": 20,   # the counter's update period (a real card: 20-100 ms)
+    "power_idle_w": 70,       # drawn with no load
+    "power_max_w": 700,       # drawn at full load (and the enforced power limit)
+    "sm_clock_max_mhz": 1980, "sm_clock_default_mhz": 1755, "sm_clock_idle_mhz": 345,
+    "mem_clock_mhz": 2619,
+}
+# Busy at any load draws at least this share of the span between idle and full power.
+BUSY_FLOOR = 0.3
+# Reasons that hold the SM clock down (HW slowdown, SW/HW thermal, HW power brake): while one
+# is set, a busy GPU runs at half its default clock and its dynamic power halves too.
+SLOWDOWN_REASONS = 0x8 | 0x20 | 0x40 | 0x80
+POWER_REASONS = 0x4 | 0x80     # counted in nvmlDeviceGetViolationStatus(POWER)
+THERMAL_REASONS = 0x20 | 0x40  # counted in nvmlDeviceGetViolationStatus(THERMAL)
 # The healthy GPU fakenvml.c reports when ROOT/nvml/health/gpu<N> does not say otherwise.
 HEALTH_DEFAULTS = {
     "persistence": 1, "ecc_current": 1, "ecc_pending": 1, "ecc_dbe_volatile": 0,
@@ -115,6 +143,7 @@ HEALTH_FAULTS = {
     "fabric_not_started": {"fabric_state": 1},
     "pcie_downgraded": {"pcie_width": 8},
     "thermal": {"clocks_event_reasons": 0x40, "temperature": 88},
+    "power_brake": {"clocks_event_reasons": 0x80},
 }
 KERNEL_LOG = "kernel.log"
 
@@ -165,10 +194,14 @@ def _touch_device(path):
 
 def init(root, gpus=8, name=DEFAULT_NAME, memory_mib=DEFAULT_MEMORY_MIB,
          reserved_mib=DEFAULT_RESERVED_MIB, driver_version=DEFAULT_DRIVER,
-         release_delay_ms=DEFAULT_RELEASE_DELAY_MS, lib=None, context_mib=0):
-    """Make (or refresh) a fake GPU host root. Keeps UUIDs and live allocations.
+         release_delay_ms=DEFAULT_RELEASE_DELAY_MS, lib=None, context_mib=0, **power_model):
+    """Make (or refresh) a fake GPU host root. Keeps UUIDs, live allocations and energy counters.
 
-    LIB: a built libnvidia-ml.so.1 to copy (tests build it once per session)."""
+    LIB: a built libnvidia-ml.so.1 to copy (tests build it once per session).
+    power_model: keys of POWER_MODEL to change (energy_period_ms=50, power_max_w=1000, ...)."""
+    unknown = sorted(set(power_model) - set(POWER_MODEL))
+    if unknown:
+        raise ValueError("unknown power model key %s (known: %s)" % (", ".join(unknown), ", ".join(POWER_MODEL)))
     root = os.path.abspath(root)
     dev = os.path.join(root, "dev")
     for d in (dev, os.path.join(dev, "nvidia-caps"), os.path.join(root, "lib"),
@@ -189,6 +222,8 @@ def init(root, gpus=8, name=DEFAULT_NAME, memory_mib=DEFAULT_MEMORY_MIB,
     conf = {"count": gpus, "name": name, "memory_mib": memory_mib,
             "reserved_mib": reserved_mib, "driver_version": driver_version,
             "release_delay_ms": release_delay_ms, "context_mib": int(context_mib)}
+    for key, default in POWER_MODEL.items():
+        conf[key] = int(power_model.get(key, old.get(key, default)))
     for i in range(gpus):
         conf["uuid%d" % i] = old.get("uuid%d" % i) or "GPU-%s" % uuid.uuid4()
     _write_atomic(_config_path(root), "".join("%s=%s\n" % kv for kv in conf.items()))
@@ -196,6 +231,10 @@ def init(root, gpus=8, name=DEFAULT_NAME, memory_mib=DEFAULT_MEMORY_MIB,
         with open(kernel_log(root), "w") as f:
             f.write("[    0.000000] Linux version 6.8.0 (simulated host)\n"
                     "[    5.100000] nvidia: module loaded (fake NVML %s)\n" % driver_version)
+    os.makedirs(os.path.join(root, "nvml", "power"), exist_ok=True)
+    for i in range(gpus):
+        if not os.path.exists(power_path(root, i)):
+            set_load(root, [i], 0)
     _install_lib(root, lib)
     return root
 
@@ -282,7 +321,9 @@ def set_health(root, gpu, clear=False, **values):
     path = health_path(root, gpu)
     if clear:
         if os.path.exists(path):
-            os.unlink(path)
+            with _PowerLock(root):
+                os.unlink(path)
+                _rebase(root, gpu, None)
         return path
     unknown = sorted(set(values) - set(HEALTH_KEYS))
     if unknown:
@@ -293,7 +334,9 @@ def set_health(root, gpu, clear=False, **values):
             current = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
     current.update({k: str(v) for k, v in values.items()})
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _write_atomic(path, "".join("%s=%s\n" % kv for kv in sorted(current.items())))
+    with _PowerLock(root):  # what a load draws changes with the health: rebase the counter
+        _write_atomic(path, "".join("%s=%s\n" % kv for kv in sorted(current.items())))
+        _rebase(root, gpu, None)
     return path
 
 
@@ -302,6 +345,112 @@ def inject_health(root, gpu, fault):
     if fault not in HEALTH_FAULTS:
         raise ValueError("unknown health fault %r (one of %s)" % (fault, ", ".join(sorted(HEALTH_FAULTS))))
     return set_health(root, gpu, **HEALTH_FAULTS[fault])
+
+
+# ---- power and energy (must agree with the "power" section of fakenvml.c) -------------
+
+def power_path(root, gpu):
+    return os.path.join(os.path.abspath(root), "nvml", "power", "gpu%d" % int(gpu))
+
+
+class _PowerLock:
+    """nvml/power/.lock: one writer of the power files at a time (the server's load, set_health)."""
+
+    def __init__(self, root):
+        self.path = os.path.join(os.path.abspath(root), "nvml", "power", ".lock")
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
+POWER_FIELDS = ("t_ms", "e_uj", "p_mw", "prev_p_mw", "load_milli", "vpow_ns", "vtherm_ns",
+                "pow_active", "therm_active")
+
+
+def read_power(root, gpu):
+    """GPU `gpu`'s power file as a dict of POWER_FIELDS, or None without one."""
+    try:
+        with open(power_path(root, gpu)) as f:
+            values = [int(x) for x in f.read().split()]
+    except (FileNotFoundError, ValueError):
+        return None
+    return dict(zip(POWER_FIELDS, values)) if len(values) == len(POWER_FIELDS) else None
+
+
+def power_mw(conf, load, reasons):
+    """What a GPU draws (mW) at LOAD (0..1) with these clocks-event reasons: the model."""
+    idle, full = conf.get("power_idle_w", POWER_MODEL["power_idle_w"]), conf.get("power_max_w", POWER_MODEL["power_max_w"])
+    if load <= 0:
+        return int(idle * 1000)
+    dynamic = (full - idle) * (BUSY_FLOOR + (1.0 - BUSY_FLOOR) * min(float(load), 1.0))
+    if reasons & SLOWDOWN_REASONS:
+        dynamic *= 0.5  # the SM clock runs at half its default (fakenvml.c clock_now)
+    return int(round((idle + dynamic) * 1000))
+
+
+def _rebase(root, gpu, load):
+    """Close the power file's segment now and start one at LOAD (None: the same load). Lock held."""
+    conf = read_config(root) if os.path.exists(_config_path(root)) else {}
+    now = time.monotonic_ns() // 1_000_000  # CLOCK_MONOTONIC ms, as the C side
+    old = read_power(root, gpu)
+    reasons = int(read_health(root, gpu)["clocks_event_reasons"])
+    if old is None:
+        old = dict.fromkeys(POWER_FIELDS, 0)
+        old["t_ms"] = now
+        old["p_mw"] = old["prev_p_mw"] = power_mw(conf, 0, reasons)
+    span = max(now - old["t_ms"], 0)
+    load_milli = old["load_milli"] if load is None else int(round(min(max(load, 0.0), 1.0) * 1000))
+    new = {
+        "t_ms": now,
+        "e_uj": old["e_uj"] + old["p_mw"] * span,  # mW x ms = uJ
+        "p_mw": power_mw(conf, load_milli / 1000.0, reasons),
+        "prev_p_mw": old["p_mw"],
+        "load_milli": load_milli,
+        "vpow_ns": old["vpow_ns"] + (span * 1_000_000 if old["pow_active"] else 0),
+        "vtherm_ns": old["vtherm_ns"] + (span * 1_000_000 if old["therm_active"] else 0),
+        "pow_active": 1 if reasons & POWER_REASONS else 0,
+        "therm_active": 1 if reasons & THERMAL_REASONS else 0,
+    }
+    _write_atomic(power_path(root, gpu), " ".join(str(new[k]) for k in POWER_FIELDS) + "\n")
+    log = power_path(root, gpu) + ".log"
+    if os.path.exists(log) and os.path.getsize(log) > LOG_ROTATE_BYTES:
+        os.replace(log, log + ".old")  # a long demo keeps the last few MB
+    with open(log, "a") as f:
+        f.write("%d %d %d\n" % (new["t_ms"], new["e_uj"], new["p_mw"]))
+    return new
+
+
+LOG_ROTATE_BYTES = 4 << 20
+
+
+def set_load(root, gpus, load):
+    """GPUs `gpus` run at LOAD (0: idle, 1: a full batch) from now: what a server tells its GPUs."""
+    root = os.path.abspath(root)
+    with _PowerLock(root):
+        return [_rebase(root, g, load) for g in gpus]
+
+
+def energy_between(root, gpu, t0, t1):
+    """Joules GPU `gpu` drew between CLOCK_MONOTONIC seconds t0 and t1, integrated exactly
+    from its power log (the counter's own integral, not quantised to its update period)."""
+    segments = []
+    with open(power_path(root, gpu) + ".log") as f:
+        for line in f:
+            t_ms, unused, p_mw = (int(x) for x in line.split())
+            segments.append((t_ms / 1000.0, p_mw / 1000.0))
+    joules = 0.0
+    for i, (start, watts) in enumerate(segments):
+        end = segments[i + 1][0] if i + 1 < len(segments) else float("inf")
+        lo, hi = max(start, t0), min(end, t1)
+        if hi > lo:
+            joules += watts * (hi - lo)
+    return joules
 
 
 def pci_bus_id(gpu):

@@ -12,6 +12,8 @@
                                      what GPU reports to gpu_health (fakegpu.HEALTH_FAULTS,
                                      HEALTH_KEYS); no argument: print it
   xid ROOT GPU XID [TEXT]            log an Xid for GPU in ROOT/kernel.log
+  load ROOT GPU[,GPU..] LOAD         the GPUs run at LOAD (0 idle .. 1 full batch) from now,
+                                     as a simulated server tells them; prints their power files
 """
 import argparse
 import json
@@ -92,6 +94,11 @@ def _parser():
     s.add_argument("gpu", type=int)
     s.add_argument("xid", type=int)
     s.add_argument("text", nargs="?", default="simulated fault")
+
+    s = sub.add_parser("load")
+    s.add_argument("root")
+    s.add_argument("gpu", help="comma-separated indices")
+    s.add_argument("load", type=float)
     return p
 
 
@@ -267,6 +274,9 @@ def main(argv):
         print(fakegpu.set_fault(args.root, args.kind, args.gpu, clear=args.clear))
     elif args.cmd == "health":
         return _health(args)
+    elif args.cmd == "load":
+        print(json.dumps(fakegpu.set_load(args.root, _gpus(args.gpu), args.load), indent=2))
+        return 0
     elif args.cmd == "xid":
         sys.stdout.write(fakegpu.add_xid(args.root, args.gpu, args.xid, args.text))
     return 0

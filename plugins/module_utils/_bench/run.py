@@ -25,7 +25,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client imp
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.records import RecordWriter, flatten, workload_jobs
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats import combine
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary, window_bounds
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import USER_AGENT, Endpoint
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.sample import load_workload
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
@@ -56,8 +56,29 @@ def _check(params):
     return params.get("levels") or DEFAULT_LEVELS
 
 
-def run_benchmark(params: dict) -> dict:
-    """The module's result (without `changed`) for the validated parameters."""
+class NoTelemetry:
+    """The sweep's telemetry when none is given: no GPU figures (see Sweep.telemetry)."""
+
+    info = None
+
+    def begin(self) -> None:
+        pass
+
+    def level(self, start: float | None, end: float | None, output_tokens: float) -> dict:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+def run_benchmark(params: dict, telemetry: Any = None) -> dict:
+    """The module's result (without `changed`) for the validated parameters.
+
+    telemetry: a factory called with PARAMS that returns an object with begin() (before each
+    timed pass), level(window start, window end, output tokens) -> the figures to add to the
+    pass (after it) and close(), and `info` (the result's `telemetry`); llm_benchmark gives
+    _gpu's, since _bench may not import _gpu (docs/design.md).
+    """
     levels = _check(params)
     # The workload is read before the server is asked anything: a bad file fails at once.
     workload = _workload(params)
@@ -66,8 +87,14 @@ def run_benchmark(params: dict) -> dict:
     t0 = time.monotonic()
     server = _server(params)
     sweep = Sweep(params, workload, api, server, levels)
-    out_levels = [sweep.level(index, level, rate) for index, (level, rate) in enumerate(sweep.plan)]
+    sweep.telemetry = telemetry(params) if telemetry else NoTelemetry()
+    try:
+        out_levels = [sweep.level(index, level, rate) for index, (level, rate) in enumerate(sweep.plan)]
+    finally:
+        sweep.telemetry.close()
     result = _result(params, sweep, server, out_levels, started, t0)
+    if sweep.telemetry.info is not None:
+        result["telemetry"] = sweep.telemetry.info
     if not any(lv["completed"] for lv in out_levels):
         raise GpuFleetError(nothing_completed(out_levels, params.get("max_error_samples", 5)), result=result)
     return result
@@ -157,6 +184,7 @@ class Sweep:
         self.passes = bool(params.get("category_passes"))
         self.expected = (params["output_len"] if self.ratio == 1.0 and params.get("ignore_eos", True)
                          and self.fixed_output else None)
+        self.telemetry = NoTelemetry()
 
     def level(self, index: int, level: int | None, rate: float | None) -> dict:
         """The record of one level (LEVEL concurrent requests, or RATE requests a second): its
@@ -218,6 +246,7 @@ class Sweep:
         the acceptance and the server's rate from the counters read before and after it."""
         p = self.params
         before = self.meter.snapshot()
+        self.telemetry.begin()
         records = run_level(self.endpoint, PATHS[self.api], bodies, level, p["request_timeout"],
                             connection=p.get("connection") or "keep_alive", request_rate=rate,
                             burstiness=p.get("burstiness") or 1.0, max_concurrency=self.cap,
@@ -231,6 +260,8 @@ class Sweep:
         lv["request_rate"] = rate
         lv["accept_length"], lv["accept_source"] = accept, source
         lv.update(server_rate(before, after, lv))
+        start, end = window_bounds(counted_records)
+        lv.update(self.telemetry.level(start, end, lv["output_tokens"]))
         return lv, records
 
 
@@ -386,11 +417,13 @@ def write_output(path: str, result: dict) -> str:
     return path
 
 
-def benchmark(params: dict, check_mode: bool = False) -> dict:
-    """The llm_benchmark module's result: the sweep, and O(output) and O(request_records) written unless in check mode."""
+def benchmark(params: dict, check_mode: bool = False, telemetry: Any = None) -> dict:
+    """The llm_benchmark module's result: the sweep, and O(output) and O(request_records) written unless in check mode.
+
+    telemetry: run_benchmark's telemetry factory (llm_benchmark passes _gpu's)."""
     if check_mode:
         params = dict(params, request_records=None)
-    result = run_benchmark(params)
+    result = run_benchmark(params, telemetry)
     changed = False
     if params.get("output"):
         changed = True  # every run's timings differ, so the file always changes

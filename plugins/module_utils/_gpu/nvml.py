@@ -123,7 +123,7 @@ class NvmlSession:
         if pid == 0:  # pragma: no cover - runs in the child
             self._become_child(req_r, rep_w, keep=(req_r, rep_w))
             try:
-                _serve(req_r, rep_w)
+                self._start_child(req_r, rep_w)
             finally:
                 os._exit(0)
         os.close(req_r)
@@ -136,6 +136,14 @@ class NvmlSession:
         if hello.get("error"):
             self.close()
             raise NvmlError(_init_message(hello))
+        self._hello(hello)
+
+    def _start_child(self, req_r: int, rep_w: int) -> None:  # pragma: no cover - runs in the child
+        """What the child does: answer snapshot and health requests (a subclass serves its own)."""
+        _serve(req_r, rep_w)
+
+    def _hello(self, hello: dict) -> None:
+        """Keep what the child's first line told."""
         self.driver = hello["driver"]
         self.count = hello["count"]
 

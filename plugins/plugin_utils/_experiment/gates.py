@@ -12,6 +12,9 @@ _report/merge.side_summary, so a gate means what the report's tables show:
   max_ttft_p99_ms        the highest TTFT p99 of any level
   max_tpot_p99_ms        the highest TPOT p99 of any level
   max_failed_requests    failed counted requests, all levels together
+  throttled              false: no level may have run on throttled GPUs (levels[].throttled)
+  min_tokens_per_joule   the lowest output tokens per joule of any level (levels[].output_tokens_per_joule)
+The last two need llm_benchmark's GPU telemetry (docs/telemetry.md): without it the figure is missing.
 A figure that is missing fails its gate and says why, except the acceptance length of a variant
 without speculative settings, which is not applicable (passes). A level where nothing completed
 has no figure: a gate on TTFT, TPOT or acceptance fails there, never takes the maximum or the
@@ -33,6 +36,11 @@ GATE_DOCS = {
     "max_tpot_p99_ms": "the highest TPOT p99 of any level, in ms, at most this (a level where nothing completed "
                        "fails it)",
     "max_failed_requests": "failed counted requests, all levels and all their repeats together, at most this",
+    "throttled": "false: no level may have run on a throttled GPU (a thermal, power-brake or hardware slowdown "
+                 "reason, or an SM clock below 75% of default; llm_benchmark's telemetry), and a level without "
+                 "telemetry fails it; true: not checked",
+    "min_tokens_per_joule": "the lowest output tokens per joule of any level (llm_benchmark's telemetry), at "
+                            "least this (a level without the figure fails it)",
 }
 GATE_NAMES = tuple(GATE_DOCS)
 SPEEDUP_KEYS = ("value", "levels")
@@ -50,6 +58,9 @@ def problems(gates):
             continue
         if name == "min_speedup":
             out += _speedup_problems(limit)
+        elif name == "throttled":
+            if not isinstance(limit, bool):
+                out.append(((name,), "must be true or false (false: no level may be throttled), not %r" % (limit,)))
         elif name == "max_failed_requests":
             if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0):
                 out.append(((name,), "must be a whole number of requests, 0 or more, not %r" % (limit,)))
@@ -117,6 +128,34 @@ def _worst(summary, key, gate, limit, what):
                   "highest %s at concurrency %s" % (what, worst["concurrency"]))
 
 
+def _throttled(summary, limit):
+    """throttled: false passes when every level measured its GPUs and none was throttled."""
+    if limit:
+        return _entry("throttled", limit, None, True, "not checked: throttled GPUs are allowed")
+    for r in summary["levels"]:
+        if r.get("throttled") is None:
+            return _entry("throttled", limit, None, False, "no GPU telemetry at concurrency %s (llm_benchmark's "
+                          "telemetry option; docs/telemetry.md)" % r["concurrency"], r["concurrency"])
+        if r["throttled"]:
+            return _entry("throttled", limit, True, False, "GPUs throttled at concurrency %s: %s"
+                          % (r["concurrency"], ", ".join(r.get("throttle_reasons") or [])), r["concurrency"])
+    return _entry("throttled", limit, False, True, "no level throttled")
+
+
+def _least_tokens_per_joule(summary, limit):
+    gate = "min_tokens_per_joule"
+    empty = _nothing_completed(summary, gate, limit, "tokens per joule")
+    if empty:
+        return empty
+    missing = next((r for r in summary["levels"] if r.get("output_tokens_per_joule") is None), None)
+    if missing is not None or not summary["levels"]:
+        return _entry(gate, limit, None, False, "no tokens per joule at concurrency %s (llm_benchmark's telemetry "
+                      "option; docs/telemetry.md)" % (missing or {}).get("concurrency"))
+    least = min(summary["levels"], key=lambda r: r["output_tokens_per_joule"])
+    return _entry(gate, limit, least["output_tokens_per_joule"], least["output_tokens_per_joule"] >= limit,
+                  "lowest tokens per joule at concurrency %s" % least["concurrency"])
+
+
 def _speedup(summary, ref_summary, limit, reference_name):
     value = limit if _number(limit) else limit["value"]
     if ref_summary is None:
@@ -148,7 +187,7 @@ def evaluate(variant_record, reference_record, gates, reference_name="the refere
             out.append(_entry(gate, limit, None, True, "not applicable: the variant has no speculative settings"))
         elif summary is None:
             outcome = (variant_record or {}).get("outcome") or "no record"
-            out.append(_entry(gate, limit if _number(limit) else limit.get("value"), None, False,
+            out.append(_entry(gate, limit.get("value") if isinstance(limit, dict) else limit, None, False,
                               "no benchmark result (%s)" % outcome))
         elif gate == "min_acceptance_length" and _nothing_completed(summary, gate, limit, "acceptance length"):
             out.append(_nothing_completed(summary, gate, limit, "acceptance length"))
@@ -163,6 +202,10 @@ def evaluate(variant_record, reference_record, gates, reference_name="the refere
             out.append(_worst(summary, "ttft_p99_ms", gate, limit, "TTFT p99"))
         elif gate == "max_tpot_p99_ms":
             out.append(_worst(summary, "tpot_p99_ms", gate, limit, "TPOT p99"))
+        elif gate == "throttled":
+            out.append(_throttled(summary, limit))
+        elif gate == "min_tokens_per_joule":
+            out.append(_least_tokens_per_joule(summary, limit))
         else:
             out.append(_entry(gate, limit, summary["failed"], summary["failed"] <= limit,
                               "failed counted requests, all levels"))

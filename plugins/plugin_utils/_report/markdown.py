@@ -123,9 +123,19 @@ def _q(row, name):
     return "%s%s / %s%s" % (mark, _num(p50), mark, _num(p99))
 
 
-LATENCY_HEAD = ("| level | variant | tok/s | server tok/s (client/counter) | req/s | goodput req/s | "
+LATENCY_HEAD = ("| level | variant | tok/s | tok/J | server tok/s (client/counter) | req/s | goodput req/s | "
                 "TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | ITL p50 / p99 (ms) | E2E p50 / p99 (ms) |")
-LATENCY_SEP = "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+LATENCY_SEP = "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+# After a level's tok/J when a GPU was throttled during it (llm_benchmark's levels[].throttled).
+THROTTLED_MARK = " THROTTLED"
+
+
+def tokens_per_joule(row):
+    """A level's tok/J cell: the figure, marked when its GPUs were throttled."""
+    mark = THROTTLED_MARK if row.get("throttled") else ""
+    if row.get("output_tokens_per_joule") is None:
+        return DASH + mark
+    return _num(row["output_tokens_per_joule"], 3) + mark
 
 
 def latency_rows(summary, label):
@@ -135,8 +145,8 @@ def latency_rows(summary, label):
         server = DASH
         if r.get("server_tok_s") is not None:
             server = "%s (%s)" % (_num(r["server_tok_s"]), _num(r.get("server_ratio"), 4))
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            level_name(level_key(r)), label, _num(r.get("output_tok_s")), server,
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            level_name(level_key(r)), label, _num(r.get("output_tok_s")), tokens_per_joule(r), server,
             _num(r.get("requests_per_s"), 2), _num(r.get("goodput_req_s"), 2), _q(r, "ttft"), _q(r, "tpot"),
             _q(r, "itl"), _q(r, "e2e")))
     return out
@@ -147,7 +157,11 @@ def _latency_table(entry, labels):
     out = [LATENCY_HEAD, LATENCY_SEP]
     for side in ("baseline", "candidate"):
         out += latency_rows(entry.get(side), labels[side])
-    return out
+    return out + ["", TOK_J_NOTE]
+
+
+TOK_J_NOTE = ("tok/J: output tokens per joule of the server's GPUs over the level's window (llm_benchmark's "
+              "telemetry; docs/telemetry.md);%s: a GPU's clocks were held down during the level." % THROTTLED_MARK)
 
 
 def _workload_lines(report):

@@ -94,6 +94,10 @@ def side_summary(levels):
             "server_ratio": lv.get("server_ratio"),
             "itl_estimated": lv.get("itl_estimated"),
             "accept_length": lv.get("accept_length"),
+            # GPU telemetry (llm_benchmark's telemetry option): tokens per joule and throttling.
+            "output_tokens_per_joule": lv.get("output_tokens_per_joule"),
+            "throttled": lv.get("throttled"),
+            "throttle_reasons": lv.get("throttle_reasons"),
             "completed": lv.get("completed"),
             "failed": lv.get("failed", 0),
             # With repeats: the 95% intervals of output tok/s, TTFT p50 and acceptance length.

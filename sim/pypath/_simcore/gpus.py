@@ -3,9 +3,11 @@
 Fake GPUs: FAKE_NVML_ROOT names the fake kit's root; the real pynvml (loaded with the
 fake libnvidia-ml through LD_LIBRARY_PATH) reads memory, simlib.fakegpu holds it.
 Real GPUs (SGLang's --sim-real-gpu): torch allocates on cuda:rank; imported only there.
+LoadReporter: the engine's batch load, told to the fake GPUs (they draw power by it).
 """
 import os
 import sys
+import time
 
 MIB = 1024 * 1024
 
@@ -68,3 +70,70 @@ def hold_real(rank, fraction):
     import torch  # only on a real GPU host
     free, total = torch.cuda.mem_get_info(rank)
     return torch.empty(int(total * fraction), dtype=torch.uint8, device="cuda:%d" % rank)
+
+
+def _parent(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _in_tree(pid, root_pid):
+    for unused in range(64):  # a parent chain is short; a loop guard all the same
+        if pid == root_pid:
+            return True
+        if pid <= 1:
+            return False
+        pid = _parent(pid)
+    return False
+
+
+class LoadReporter:
+    """Tells the fake GPUs this server runs on how loaded it is, so they draw power for it.
+
+    The GPUs are those its own process tree holds memory on (its workers'), as NVML's
+    process list shows them; CUDA_VISIBLE_DEVICES until they hold any. Reports go out
+    when the load changes, at most every MIN_GAP_S (going idle at once), so the engine's
+    step loop pays for a file write a few times a second, not every step.
+    """
+
+    MIN_GAP_S = 0.25
+    LOOKUP_GAP_S = 2.0
+
+    def __init__(self):
+        self.root = fake_root()
+        self.gpus = []
+        self.last = None
+        self.sent_at = 0.0
+        self.looked_at = -1e9
+
+    def _lookup(self, now):
+        if self.gpus or now - self.looked_at < self.LOOKUP_GAP_S:
+            return self.gpus
+        self.looked_at = now
+        me = os.getpid()
+        try:
+            status = _simlib().read_status(self.root)
+        except OSError:
+            return self.gpus
+        self.gpus = [g["index"] for g in status if any(_in_tree(h["pid"], me) for h in g["holders"])]
+        return self.gpus or [int(x) for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip().isdigit()]
+
+    def report(self, load):
+        """LOAD: 0 idle .. 1 a full batch."""
+        if not self.root:
+            return
+        now = time.monotonic()
+        load = round(min(max(float(load), 0.0), 1.0), 3)
+        if load == self.last or (load > 0 and now - self.sent_at < self.MIN_GAP_S):
+            return
+        gpus = self._lookup(now)
+        if not gpus:
+            return
+        try:
+            _simlib().set_load(self.root, gpus, load)
+        except OSError:
+            return  # a kit without power files: the GPUs draw nothing, the server runs on
+        self.last, self.sent_at = load, now

@@ -90,6 +90,8 @@ def test_failure_text():
     ({"min_speedup": {"value": 1.2, "level": [1]}}, ("min_speedup", "level")),
     ({"max_tpot_p99_ms": "fast"}, ("max_tpot_p99_ms",)),
     ({"min_acceptance_length": True}, ("min_acceptance_length",)),
+    ({"throttled": "no"}, ("throttled",)),
+    ({"min_tokens_per_joule": -1}, ("min_tokens_per_joule",)),
 ])
 def test_bad_limits(gates, path):
     assert [p for p, unused in gt.problems(gates)] == [path]
@@ -109,3 +111,34 @@ def test_a_level_where_nothing_completed_fails_a_gate_on_its_figure(exp, kit, ga
     entry = _one(gt.evaluate(broken, None, {gate: limit}), gate)
     assert entry["passed"] is False and entry["value"] is None
     assert "nothing completed at concurrency 64 (64 failed)" in entry["detail"]
+
+
+def telemetry_level(kit, conc, tok_j, throttled, reasons=()):
+    return dict(kit.level(conc, 60.0 * conc), output_tokens_per_joule=tok_j, throttled=throttled,
+                throttle_reasons=list(reasons))
+
+
+@pytest.mark.parametrize("levels, value, passed, words", [
+    ([(1, 4.0, False), (64, 12.0, False)], False, True, "no level throttled"),
+    ([(1, 4.0, False), (64, 12.0, True, ["hw_thermal_slowdown"])], True, False,
+     "throttled at concurrency 64: hw_thermal_slowdown"),
+    ([(1, None, None), (64, 12.0, False)], None, False, "no GPU telemetry at concurrency 1"),
+])
+def test_throttled_false_needs_telemetry_and_no_throttled_level(exp, kit, levels, value, passed, words):
+    mine = kit.record(exp, "h1", "other", *[telemetry_level(kit, *lv) for lv in levels])
+    entry = gt.evaluate(mine, None, {"throttled": False})[0]
+    assert (entry["value"], entry["passed"]) == (value, passed) and words in entry["detail"]
+    assert gt.evaluate(mine, None, {"throttled": True})[0]["passed"] is True
+
+
+@pytest.mark.parametrize("limit, levels, value, passed, words", [
+    (4.0, [(1, 4.0, False), (64, 12.0, False)], 4.0, True, "lowest tokens per joule at concurrency 1"),
+    (5.0, [(1, 4.0, False), (64, 12.0, False)], 4.0, False, "lowest tokens per joule at concurrency 1"),
+    (1.0, [(1, None, None), (64, 12.0, False)], None, False, "no tokens per joule at concurrency 1"),
+])
+def test_min_tokens_per_joule_on_the_least_efficient_level(exp, kit, limit, levels, value, passed, words):
+    mine = kit.record(exp, "h1", "other", *[telemetry_level(kit, *lv) for lv in levels])
+    entry = gt.evaluate(mine, None, {"min_tokens_per_joule": limit})[0]
+    assert (entry["value"], entry["passed"]) == (value, passed) and words in entry["detail"]
+    failed = kit.record(exp, "h1", "other", outcome="failed", stage="wait")
+    assert gt.evaluate(failed, None, {"throttled": False})[0]["passed"] is False

@@ -41,11 +41,21 @@ def test_latency_table_has_every_figure_and_marks_estimates():
                      "candidate": {"levels": [full_lv(4, 200.0, rate=2.0)]}}}
     md = rmd.render(rm.merge(results, baseline_label="base", candidate_label="eagle"))
     assert "### h: latency by level" in md
-    assert table_rows(md, "1")[-1] == ["1", "base", "60.0", "60.6 (1.0000)", "2.50", "1.25", "100.0 / 200.0",
+    assert table_rows(md, "1")[-1] == ["1", "base", "60.0", "-", "60.6 (1.0000)", "2.50", "1.25", "100.0 / 200.0",
                                        "15.0 / 18.0", "14.0 / 30.0", "1000.0 / 1500.0"]
-    assert table_rows(md, "8")[-1][8] == "~14.0 / ~30.0"  # ITL estimate
+    assert table_rows(md, "8")[-1][9] == "~14.0 / ~30.0"  # ITL estimate
     # an open-loop level is named by its rate and cap, not merged with a closed one
     assert table_rows(md, "2 req/s (max 4)")[-1][:3] == ["2 req/s (max 4)", "eagle", "200.0"]
+
+
+def test_tokens_per_joule_beside_tok_s_and_a_throttled_level_marked():
+    clean = dict(full_lv(1, 60.0), output_tokens_per_joule=12.3456, throttled=False, throttle_reasons=[])
+    hot = dict(full_lv(8, 400.0), output_tokens_per_joule=9.5, throttled=True, throttle_reasons=["hw_thermal_slowdown"])
+    md = rmd.render(rm.merge({"h": {"baseline": {"levels": [clean, hot]}, "candidate": None}},
+                             baseline_label="base", candidate_label="eagle"))
+    assert table_rows(md, "1")[-1][2:4] == ["60.0", "12.346"]
+    assert table_rows(md, "8")[-1][2:4] == ["400.0", "9.500 THROTTLED"]
+    assert rmd.TOK_J_NOTE in md
 
 
 def repeated(c, runs, accept=None):
