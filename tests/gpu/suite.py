@@ -587,6 +587,109 @@ def case_health_gate(s):
     return {"verdict": at_warn["verdict"], "fail_on_warn_refused": refused, "msg": at_warn.get("msg")}
 
 
+def _power_instant(pynvml, handle):
+    """Instantaneous power (mW) through the field value, or None where the driver has none."""
+    field = getattr(pynvml, "NVML_FI_DEV_POWER_INSTANT", None)
+    if field is None:
+        return None
+    try:
+        value = pynvml.nvmlDeviceGetFieldValues(handle, [field])[0]
+        return None if value.nvmlReturn != 0 else float(value.value.uiVal)
+    except pynvml.NVMLError:
+        return None
+
+
+def _integral(points):
+    """Trapezoid integral of [(t, watts)] in joules."""
+    return sum((t1 - t0) * (w0 + w1) / 2.0 for (t0, w0), (t1, w1) in zip(points, points[1:]))
+
+
+def _counter_period(pynvml, handle, seconds=2.0):
+    """Seconds between changes of the energy counter, read as fast as NVML answers."""
+    changes, last, reads = [], pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        value = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+        reads += 1
+        if value != last:
+            changes.append(time.perf_counter())
+            last = value
+    gaps = [b - a for a, b in zip(changes, changes[1:])]
+    return {"median_ms": round(statistics.median(gaps) * 1000, 1) if gaps else None,
+            "min_ms": round(min(gaps) * 1000, 1) if gaps else None,
+            "max_ms": round(max(gaps) * 1000, 1) if gaps else None, "changes": len(changes), "reads": reads}
+
+
+def _now(pynvml, handle):
+    """Power (W, average and instant), SM and memory clocks, reasons and utilisation now."""
+    instant = _power_instant(pynvml, handle)
+    return {"power_w": pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+            "power_instant_w": None if instant is None else instant / 1000.0,
+            "sm_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            "mem_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+            "reasons": hex(pynvml.nvmlDeviceGetCurrentClocksEventReasons(handle)),
+            "util": pynvml.nvmlDeviceGetUtilizationRates(handle).gpu,
+            "temperature_c": pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)}
+
+
+def case_telemetry(s):
+    """Energy on GPU 0: the counter's update period idle; a PyTorch load of known duration, the counter's
+    delta against power sampled at 10 Hz and integrated (within 2 %), clocks and reasons idle and busy; the
+    collection's sampler (_gpu/telemetry.py) over the same load: energy, clocks, throttled and its reasons."""
+    import pynvml
+    sys.path.insert(0, os.environ.get("GF_COLLECTIONS") or os.path.join(REPO, "build", "collections"))
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import telemetry
+    handle = s.nv.handles[0]
+    period = _counter_period(pynvml, handle)
+    idle = _now(pynvml, handle)
+    sampler, why = telemetry.start([0])
+    check(sampler is not None, "the collection's sampler did not start: %s" % why)
+    readings = []  # (perf_counter, _now())
+    try:
+        check(sampler.begin(), "the sampler's begin failed: %s" % sampler.dead)
+        e0, t0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter()
+        proc = subprocess.Popen([PY, os.path.join(HERE, "burn.py"), "--title", s.title("burn"), "--seconds",
+                                 str(s.args.burn_seconds)], stdout=subprocess.PIPE, text=True)
+        s.started.append(proc)
+        s.pids.add(proc.pid)
+        quiet_until = None
+        while quiet_until is None or time.perf_counter() < quiet_until:
+            t = time.perf_counter()
+            readings.append((t, _now(pynvml, handle)))
+            if quiet_until is None and proc.poll() is not None:
+                quiet_until = time.perf_counter() + 3.0  # the power reading settles back to idle
+            time.sleep(max(0.0, 0.1 - (time.perf_counter() - t)))
+        e1, t1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter()
+        reply = sampler.end()
+    finally:
+        sampler.close()
+    lines = [json.loads(line) for line in proc.stdout.read().splitlines() if line.startswith("{")]
+    check(proc.returncode == 0 and len(lines) == 2, "burn.py ended %s: %s" % (proc.returncode, lines))
+    began, ended = lines[0]["start"], lines[1]["end"]
+    counter_j = (e1 - e0) / 1000.0
+    sampled_j = _integral([(t, r["power_w"]) for t, r in readings])
+    instants = [(t, r["power_instant_w"]) for t, r in readings if r["power_instant_w"] is not None]
+    instant_j = _integral(instants) if len(instants) == len(readings) else None
+    busy = [r for t, r in readings if began + 1.0 <= t <= ended]
+    figures = telemetry.window_figures(reply, [0], [sampler.default_sm_mhz[0]], began, ended, 1.0) if reply else {}
+    agreement = abs(sampled_j - counter_j) / counter_j
+    check(agreement <= 0.02, "power integrated %.1f J vs the counter's %.1f J: %.2f %% apart"
+          % (sampled_j, counter_j, 100 * agreement))
+    check(figures.get("energy_j"), "the sampler gave no energy: %s" % figures.get("telemetry"))
+    return {"counter_period": period, "idle": idle, "window_s": round(t1 - t0, 2),
+            "load_s": round(ended - began, 2), "counter_j": round(counter_j, 1), "power_10hz_j": round(sampled_j, 1),
+            "power_instant_10hz_j": None if instant_j is None else round(instant_j, 1),
+            "agreement_pct": round(100 * agreement, 2), "samples_10hz": len(readings),
+            "busy": {"sm_mhz": sorted({r["sm_mhz"] for r in busy}), "reasons": sorted({r["reasons"] for r in busy}),
+                     "util_min": min((r["util"] for r in busy), default=None),
+                     "power_w_max": max((r["power_w"] for r in busy), default=None),
+                     "temperature_c_max": max((r["temperature_c"] for r in busy), default=None)},
+            "sampler": {k: figures.get(k) for k in ("energy_j", "power_avg_w", "power_peak_w", "sm_clock_min_mhz",
+                                                     "sm_clock_median_mhz", "throttled", "throttle_reasons")},
+            "sampler_default_sm_mhz": sampler.default_sm_mhz, "sampler_default_source": sampler.default_sm_source,
+            "sampler_notes": (figures.get("telemetry") or {}).get("notes")}
+
+
 def free_port():
     import socket
     with socket.socket() as sock:
@@ -818,7 +921,7 @@ CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
          ("nvml_monitor", case_nvml_monitor),
          ("check_mode", case_check_mode), ("clean_noop", case_clean_noop), ("role", case_role),
          ("paused_tree", case_paused_tree), ("respawn_toll", case_respawn_toll), ("mps", case_mps),
-         ("health", case_health), ("health_gate", case_health_gate)]
+         ("health", case_health), ("health_gate", case_health_gate), ("telemetry", case_telemetry)]
 
 
 def versions():
@@ -841,6 +944,7 @@ def main():
     ap.add_argument("--noop-runs", type=int, default=5)
     ap.add_argument("--toll-gib", type=float, default=120.0, help="GiB the 8 workers of respawn_toll hold on GPU 0")
     ap.add_argument("--ansible", help="path of the ansible command")
+    ap.add_argument("--burn-seconds", type=float, default=8.0, help="seconds of the telemetry case's PyTorch load")
     ap.add_argument("--role-fraction", type=float, default=0.2,
                     help="the role case's --mem-fraction-static (of each GPU's total)")
     args = ap.parse_args()
