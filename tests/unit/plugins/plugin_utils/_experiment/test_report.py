@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import load as ld
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import report as rp
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import axes_style
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rcmp
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
 
@@ -74,9 +75,9 @@ def test_spread_compares_each_variant_with_the_reference_wherever_it_ran(experim
 def test_each_variant_of_an_experiment_gets_its_own_colour(experiment, kit, tmp_path):
     exp = experiment()
     out = rp.build(exp, _records(exp, kit, lambda name: "h1"), str(tmp_path / "rep"), "T", check_mode=True)
-    style = rcp.styles(out["report"])
-    assert len({colour for colour, unused in style.values()}) == 3
-    assert style["eagle/3"][1] == "--" and style["base"][1] == style["other"][1] == "-"
+    drawn = rcp.series(out["report"])
+    colours = axes_style.colours(out["report"]["variants"])
+    assert {s["key"] for s in drawn} == {"base", "eagle/3", "other"} and len(set(colours.values())) == 3
 
 
 def test_a_record_naming_an_unknown_engine_is_refused():
