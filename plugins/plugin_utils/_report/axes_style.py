@@ -57,10 +57,11 @@ def plain_ticks(ax, log_y=False, x_ticks=None):
         ax.xaxis.set_major_locator(FixedLocator(sorted(set(x_ticks))))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: plain(v)))
         ax.xaxis.set_minor_locator(NullLocator())
+    elif ax.get_xscale() == "log":
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: plain(v)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     else:
-        fmt = ScalarFormatter(useOffset=False)
-        fmt.set_scientific(False)
-        ax.xaxis.set_major_formatter(fmt)
+        ax.xaxis.set_major_formatter(_scalar(ScalarFormatter))
     if log_y:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: plain(v)))
         # Minor ticks labelled at 2 and 5 of each decade only when the axis spans less than two
@@ -70,9 +71,14 @@ def plain_ticks(ax, log_y=False, x_ticks=None):
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: plain(v) if few and _leading(v) in (2, 5) else "")
                                      if few else NullFormatter())
     else:
-        fmt = ScalarFormatter(useOffset=False)
-        fmt.set_scientific(False)
-        ax.yaxis.set_major_formatter(fmt)
+        ax.yaxis.set_major_formatter(_scalar(ScalarFormatter))
+
+
+def _scalar(ScalarFormatter):
+    """matplotlib's linear-axis formatter without an offset ("+1e3") or a power of ten."""
+    fmt = ScalarFormatter(useOffset=False)
+    fmt.set_scientific(False)
+    return fmt
 
 
 def nothing_measured(ax, why):

@@ -31,13 +31,14 @@ def _records(exp, kit, host_of):
     return out
 
 
-def test_report_writes_three_files_with_the_gates(experiment, kit, tmp_path):
+def test_report_writes_four_files_with_the_gates(experiment, kit, tmp_path):
     exp = experiment(hosts=("h1", "h2"))
     recs = _records(exp, kit, lambda name: "h1")
     recs["h2"] = {"base": kit.record(exp, "h2", "base", outcome="failed", stage="wait", reason="exited")}
     out = rp.build(exp, recs, str(tmp_path / "rep"), "T")
-    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["experiment.json", "experiment.md",
-                                                                    "experiment.png"]
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["experiment.html", "experiment.json",
+                                                                    "experiment.md", "experiment.png"]
+    assert out["html_path"] == str(tmp_path / "rep" / "experiment.html")
     data = json.loads((tmp_path / "rep" / "experiment.json").read_text())
     assert data["hosts"]["h1"]["eagle/3"]["ratio"]["single_stream"] == round(95.4 / 63.6, 3)
     assert data["hosts"]["h1"]["eagle/3"]["engine"] == exp["variants"][1]["engine"]
