@@ -42,15 +42,18 @@ def _differs(path, data):
 
 
 def build_report(results, dest_dir, title, baseline_label, candidate_label, basename="benchmark",
-                 check_mode=False):
-    """The baseline/candidate report (merge.py) written as JSON, Markdown and PNG."""
+                 check_mode=False, gpus_per_server=None):
+    """The baseline/candidate report (merge.py) written as JSON, Markdown, PNG and HTML; GPUS_PER_SERVER
+    (the results carry none) makes the plot's first panel per GPU."""
     report = merge(_plain(results), title, baseline_label, candidate_label)
+    if gpus_per_server:
+        report["gpus_per_server"] = int(gpus_per_server)
     return write_report(report, dest_dir, basename, render, render_png, check_mode=check_mode)
 
 
 def build_comparison(records, dest_dir, title, reference=_registry.DEFAULT, variants=None, basename="compare",
                      check_mode=False):
-    """The engine comparison (compare.py) written as JSON, Markdown and PNG; `lines` and
+    """The engine comparison (compare.py) written as JSON, Markdown, PNG and HTML; `lines` and
     `failures` added for the playbook's closing output."""
     report = compare(_plain(records), title, reference, variants)
     out = write_report(report, dest_dir, basename, render_comparison, render_comparison_png,
