@@ -9,7 +9,8 @@ every panel; one marker shape per host; tick labels as plain numbers ("20", "60"
 matplotlib's "2x10^1" of a log axis. Two variants with equal figures stay both visible: on a
 concurrency axis each series is shifted a little sideways (dodge), on the throughput-interactivity
 panel, whose x is a measured figure and is not shifted, each later variant's marker is drawn
-smaller on top of the earlier ones (equal points show as concentric rings).
+smaller on top of the earlier ones (equal points show as concentric rings), each over a
+translucent fill (two hosts' different markers at one point both show).
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ def marker_size(index):
     return max(4.0, 11.0 - 3.0 * index)
 
 
+def translucent(colour, alpha=0.5):
+    """COLOUR as an RGBA fill that lets what lies under it show."""
+    from matplotlib.colors import to_rgba
+    return to_rgba(colour, alpha)
+
+
 def dodge(index, count):
     """The factor by which the x of series INDEX of COUNT is multiplied on a log2 axis."""
     step = min(DODGE_STEP, DODGE_SPREAD / max(count, 1))
@@ -64,12 +71,14 @@ def plain_ticks(ax, log_y=False, x_ticks=None):
         ax.xaxis.set_major_formatter(_scalar(ScalarFormatter))
     if log_y:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: plain(v)))
-        # Minor ticks labelled at 2 and 5 of each decade only when the axis spans less than two
-        # decades (otherwise the major ticks say enough and the labels would collide).
+        # Minor ticks labelled where the axis spans few decades (with more, the major ticks say
+        # enough and minor labels would collide): at 2 and 5 of each decade under two decades,
+        # at 2, 3, 5 and 7 under one.
         low, high = ax.get_ylim()
-        few = low > 0 and high / low < 100
-        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: plain(v) if few and _leading(v) in (2, 5) else "")
-                                     if few else NullFormatter())
+        span = high / low if low > 0 else float("inf")
+        shown = (2, 3, 5, 7) if span < 10 else (2, 5) if span < 100 else ()
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: plain(v) if _leading(v) in shown else "")
+                                     if shown else NullFormatter())
     else:
         ax.yaxis.set_major_formatter(_scalar(ScalarFormatter))
 

@@ -8,7 +8,8 @@ y: output tok/s per GPU (the level's output tok/s divided by the GPUs of the ser
 it); x: tok/s per user, 1000 / TPOT p50 (ms), the pace one stream sees. One point per measured
 level (concurrency or request rate), a colour per variant, a marker per host; the Pareto frontier
 over every point drawn (dashed black): the levels no other level beats on both axes. Without a
-GPU count for every series, y is tok/s per server and the axis says so. With repeats the 95%
+GPU count for every series, y is tok/s per server and the axis says so. Markers are outlined in
+the variant's colour over a translucent fill, so two hosts' markers at one point both show. With repeats the 95%
 interval of tok/s is drawn as a vertical bar.
 """
 
@@ -59,7 +60,8 @@ def draw(ax, series, colours, markers):
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         ax.plot(xs, ys, linestyle="None", marker=markers[s["host"]], color=colours[s["key"]],
                 markersize=axes_style.marker_size(s["index"]), zorder=3 + s["index"],
-                markeredgecolor="white", markeredgewidth=0.6, gid="tradeoff %s %s" % (s["key"], s["host"]))
+                markerfacecolor=axes_style.translucent(colours[s["key"]]), markeredgewidth=1.5,
+                gid="tradeoff %s %s" % (s["key"], s["host"]))
         bars = [(x, y, lo, hi) for x, y, lo, hi in pts if lo is not None and hi is not None]
         if bars:
             ax.errorbar([b[0] for b in bars], [b[1] for b in bars],

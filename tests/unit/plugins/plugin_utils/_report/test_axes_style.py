@@ -15,6 +15,7 @@ def test_colours_markers_sizes_and_dodge():
     assert axes_style.colours(["a", "b"]) == {"a": "#0072B2", "b": "#E69F00"}
     assert len(set(axes_style.colours(list("abcdefg")).values())) == 7
     assert axes_style.markers(["h1", "h2"]) == {"h1": "o", "h2": "s"}
+    assert axes_style.translucent("#0072B2") == (0.0, 0x72 / 255, 0xB2 / 255, 0.5)
     assert axes_style.marker_size(0) > axes_style.marker_size(1) > axes_style.marker_size(2) >= 4.0
     factors = [axes_style.dodge(i, 3) for i in range(3)]
     assert factors[0] < factors[1] == 1.0 < factors[2] and factors[2] < 2 ** axes_style.DODGE_SPREAD
