@@ -113,5 +113,10 @@ def test_names_are_shown_as_text_and_kept_exact_in_the_json(kit, tmp_path):
         elif table:
             assert len(set(table)) == 1, md
             table = []
+    page = (tmp_path / "rep" / "experiment.html").read_text()
+    for raw in ("<b>", "<i>", "<script>", "<a "):  # names are text, never markup, in the HTML too
+        assert raw not in page, raw
+    assert "**x**" in page and "&lt;b&gt;bold&lt;/b&gt;" in page and "[l](http://e)" in page
+    assert page.count("<h1>") == 1 and "<h1>T | &lt;h1&gt;</h1>" in page and "h|1 &lt;i&gt;" in page and "&lt;script&gt;x&lt;/script&gt; | exited" in page
     data = json.loads((tmp_path / "rep" / "experiment.json").read_text())
     assert sorted(data["hosts"][host]) == sorted(HOSTILE) and data["reference"] == HOSTILE[0]
