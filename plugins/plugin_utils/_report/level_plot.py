@@ -6,7 +6,8 @@
 
 Markers only, at the levels measured, and x ticks only there: no line joins two levels, since
 nothing was measured between them. Each series is dodged a little sideways (axes_style.dodge) so
-equal figures of two variants or hosts both show. Latency: p50 filled, p99 hollow. With repeats,
+equal figures of two variants or hosts both show. Latency: p50 filled, p99 hollow and larger
+(a p99 equal to its p50 is a ring round the dot). With repeats,
 the 95% intervals the results carry (output tok/s, TTFT p50) are drawn as vertical bars.
 """
 
@@ -41,7 +42,7 @@ def level_points(series, key, rate=False):
 
 
 def _draw(ax, series, key, colours, markers, rate, hollow=False):
-    """One KEY of every series on AX; returns the x values drawn."""
+    """One KEY of every series on AX; returns the (x, y, high) of each point drawn."""
     xs_all = []
     for s in series:
         pts = level_points(s, key, rate)
@@ -49,10 +50,12 @@ def _draw(ax, series, key, colours, markers, rate, hollow=False):
             continue
         factor = axes_style.dodge(s["order"], len(series))
         xs = [p[0] * factor for p in pts]
-        xs_all.extend(p[0] for p in pts)
+        xs_all.extend((p[0], p[1], p[3]) for p in pts)
         colour = colours[s["key"]]
+        # p99's hollow marker is the larger and lies under p50's: equal figures show a ring round a dot.
         ax.plot(xs, [p[1] for p in pts], linestyle="None", marker=markers[s["host"]], color=colour,
-                markersize=7, markerfacecolor="white" if hollow else colour, zorder=3,
+                markersize=10 if hollow else 6, markerfacecolor="white" if hollow else colour,
+                markeredgewidth=1.5 if hollow else 1.0, zorder=2.5 if hollow else 3,
                 gid="%s %s %s" % (key, s["key"], s["host"]))
         bars = [(x, p) for x, p in zip(xs, pts) if p[2] is not None and p[3] is not None]
         if bars:
@@ -62,10 +65,20 @@ def _draw(ax, series, key, colours, markers, rate, hollow=False):
     return xs_all
 
 
-def _axes(ax, xs, rate, ylabel, title, log_y):
+def _axes(ax, drawn, rate, ylabel, title, log_y):
+    """Scales, labels and limits; DRAWN: _draw's points. The x axis spans half a power of two
+    beyond the outer levels (the dodged markers and a lone level keep their context); a log y
+    axis only where the figures span a factor of 3 or more (less would show no tick label)."""
+    xs = [p[0] for p in drawn]
+    ys = [p[1] for p in drawn if p[1] and p[1] > 0]
     ax.set_xscale("log", base=2)
+    if xs:
+        ax.set_xlim(min(xs) / 2 ** 0.5, max(xs) * 2 ** 0.5)
+    log_y = log_y and bool(ys) and max(ys) / min(ys) >= 3
     if log_y:
         ax.set_yscale("log")
+    elif drawn:
+        ax.set_ylim(0, max(max(p[1], p[2] or 0) for p in drawn) * 1.12 or 1.0)
     ax.set_xlabel(xlabel(rate))
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -76,14 +89,12 @@ def _axes(ax, xs, rate, ylabel, title, log_y):
 
 
 def throughput(ax, series, colours, markers, rate):
-    xs = _draw(ax, series, "output_tok_s", colours, markers, rate)
-    _axes(ax, xs, rate, "output tok/s (per host)", "Output tok/s per host at each level", log_y=False)
-    if xs:
-        ax.set_ylim(bottom=0)
+    drawn = _draw(ax, series, "output_tok_s", colours, markers, rate)
+    _axes(ax, drawn, rate, "output tok/s (per host)", "Output tok/s per host at each level", log_y=False)
 
 
 def latency(ax, series, name, colours, markers, rate):
     """p50 (filled) and p99 (hollow) of NAME (ttft, tpot)."""
-    xs = _draw(ax, series, "%s_p50_ms" % name, colours, markers, rate)
-    xs += _draw(ax, series, "%s_p99_ms" % name, colours, markers, rate, hollow=True)
-    _axes(ax, xs, rate, "%s (ms)" % name.upper(), "%s p50 (filled) / p99 (hollow)" % name.upper(), log_y=True)
+    drawn = _draw(ax, series, "%s_p50_ms" % name, colours, markers, rate)
+    drawn += _draw(ax, series, "%s_p99_ms" % name, colours, markers, rate, hollow=True)
+    _axes(ax, drawn, rate, "%s (ms)" % name.upper(), "%s p50 (filled) / p99 (hollow)" % name.upper(), log_y=True)
