@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A report as one self-contained HTML file: the Markdown report's every section (workload, tables,
-significance in words, per-category, gates, notes) and the plot, to send to anyone.
+significance in words, per-category, gates, notes) and the plot, to send to anyone. The plot comes
+first, after the title and introduction (the Markdown has it after the tables).
 
 Made from the Markdown report itself, so both always say the same: headings, paragraphs, lists
 and tables of the small Markdown the report writers emit (markdown.py, compare.py, the
@@ -112,10 +113,19 @@ def _image(match, images):
     return ['<p><img alt="%s" src="data:image/png;base64,%s"></p>' % (alt, base64.b64encode(data).decode("ascii"))]
 
 
+def plot_first(lines, images):
+    """LINES with the embedded plot moved up to just before the first section (## heading): the
+    page opens with the title, the introduction and the picture, then the tables."""
+    shown = [line for line in lines if _IMAGE.match(line.strip()) and _IMAGE.match(line.strip()).group("src") in images]
+    rest = [line for line in lines if line not in shown]
+    first = next((i for i, line in enumerate(rest) if line.startswith("## ")), len(rest))
+    return rest[:first] + [line for image in shown for line in (image, "")] + rest[first:]
+
+
 def body(markdown, images=None):
     """The HTML of MARKDOWN's blocks; IMAGES: {file name in an image line: PNG bytes}."""
     images = images or {}
-    lines = markdown.splitlines()
+    lines = plot_first(markdown.splitlines(), images)
     out, para, i = [], [], 0
 
     def flush():

@@ -33,7 +33,7 @@ def test_table_cells_split_only_at_unescaped_bars():
 
 
 def test_the_document_holds_every_block_and_no_external_reference():
-    md = "\n".join(["# T", "", "para one", "continued", "", "- item", "  - nested", "",
+    md = "\n".join(["# T", "", "intro", "", "## S", "", "para one", "continued", "", "- item", "  - nested", "",
                     "| h | n |", "| --- | ---: |", "| a | 1 |", "", "![plot](r.png)", "", "![other](x.png)"])
     doc = html_report.render("T <b>", md, {"r.png": b"\x89PNG fake"})
     assert "<title>T &lt;b&gt;</title>" in doc and "<h1>T</h1>" in doc
@@ -42,6 +42,7 @@ def test_the_document_holds_every_block_and_no_external_reference():
     assert '<th class="num">n</th>' in doc and '<td class="num">1</td>' in doc
     assert '<img alt="plot" src="data:image/png;base64,iVBORyBmYWtl">' in doc
     assert "x.png (not embedded)" in doc
+    assert doc.index("<img") < doc.index("<p>para one")  # the plot first, before the first section
     assert not re.search(r"""(src|href)=["'](?!data:)""", doc)  # nothing fetched from anywhere
 
 
