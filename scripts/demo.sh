@@ -58,6 +58,8 @@ summary = json.load(open(os.path.join(report_dir, "swap_summary.json")))
 print("== report files")
 for key in ("json", "markdown", "plot"):
     print("  %-8s %s" % (key, summary["report"][key] or "(not written)"))
+html = os.path.join(report_dir, "benchmark.html")  # the whole report and its plot in one page
+print("  html     %s" % (html if os.path.exists(html) else "(not written)"))
 print("  summary  %s" % os.path.join(report_dir, "swap_summary.json"))
 print("== where the time went")
 waits = []

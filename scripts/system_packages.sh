@@ -6,15 +6,16 @@
 #   gcc, make                       the fake NVML library (sim/fakenvml)
 #   git                             ansible-test sanity wants a git work tree
 #   python3-venv                    `python3 -m venv` with Debian's own Python
+#   chromium                        the tests open the HTML report in headless Chromium
 # Installed packages: nothing to do. Missing ones: installed with apt-get when run as
 # root; otherwise the exact command to run is printed and the script fails.
 # GPUFLEET_SYSTEM_PACKAGES=skip skips the whole check (the fleet tests then skip
 # themselves where sshd or tini is missing).
 set -euo pipefail
 
-PACKAGES=(openssh-server openssh-client tini psmisc util-linux gcc make git python3-venv)
+PACKAGES=(openssh-server openssh-client tini psmisc util-linux gcc make git python3-venv chromium)
 # Where dpkg is not there (not Debian): the commands those packages bring.
-COMMANDS=(/usr/sbin/sshd ssh tini fuser unshare nsenter gcc make git)
+COMMANDS=(/usr/sbin/sshd ssh tini fuser unshare nsenter gcc make git chromium)
 
 if [[ ${GPUFLEET_SYSTEM_PACKAGES:-} == skip ]]; then
   echo "system packages: not checked (GPUFLEET_SYSTEM_PACKAGES=skip)"

@@ -7,6 +7,8 @@ export ANSIBLE_CONFIG="$PWD/ansible.cfg"
 # The checks against the real SGLang and vLLM sources fail here instead of skipping when the
 # sources are missing (make test unpacks them: make setup, make setup-vllm).
 export GPUFLEET_REQUIRE_REAL_SOURCES=1
+# The HTML report is opened in headless Chromium (tests/support/chromium.py): required here, never skipped.
+export GPUFLEET_REQUIRE_CHROMIUM=1
 failed=()
 
 stage() {

@@ -20,6 +20,7 @@ ARGUMENT_SPEC = dict(
     baseline_label=dict(type="str", default="baseline"),
     candidate_label=dict(type="str", default="candidate"),
     basename=dict(type="str", default="benchmark"),
+    gpus_per_server=dict(type="int"),
 )
 
 
@@ -30,5 +31,5 @@ class ActionModule(ReportAction):
         return build_report(
             args["results"], args["dest_dir"], title=args["title"],
             baseline_label=args["baseline_label"], candidate_label=args["candidate_label"],
-            basename=args["basename"], check_mode=check_mode,
+            basename=args["basename"], gpus_per_server=args["gpus_per_server"], check_mode=check_mode,
         )

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: benchmark_report
-short_description: Merge per-host llm_benchmark results into a JSON, Markdown and PNG report
+short_description: Merge per-host llm_benchmark results into a JSON, Markdown, PNG and HTML report
 version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin; nothing is sent to a remote host).
   - Merges the results of M(gpufleet.serving.llm_benchmark) from every host, for a baseline
-    and a candidate run, into one report, and writes three files to O(dest_dir) on the controller
-    C(<basename>.json), C(<basename>.md) and C(<basename>.png).
+    and a candidate run, into one report, and writes four files to O(dest_dir) on the controller
+    C(<basename>.json), C(<basename>.md), C(<basename>.png) and C(<basename>.html).
   - The Markdown has a summary table per host and for the fleet (single-stream tok/s, peak
     tok/s and its concurrency, TTFT p50/p99 at concurrency 1 and at the peak, acceptance
     length, failed requests), then tok/s per concurrency with the candidate/baseline ratio,
@@ -26,10 +26,18 @@ description:
     (tok/s, the server counter's tok/s and the client/counter ratio, request/s, goodput,
     TTFT, TPOT, ITL and E2E p50/p99; an ITL estimate is marked with C(~)). Open-loop levels
     (M(gpufleet.serving.llm_benchmark) C(request_rates)) are named by their rate.
-  - The PNG plots output tok/s against concurrency (log scale), baseline against candidate,
-    for the fleet and per host, and TTFT and TPOT p50/p99 per host (against the request
-    rate when every level is open-loop). It needs matplotlib on the controller; without it no PNG is
-    written and the result and the Markdown say so.
+  - The PNG's first panel is the throughput-interactivity trade-off, output tok/s per GPU
+    against tok/s per user (1000 / TPOT p50), a point per measured level, the Pareto frontier
+    dashed. Then output tok/s, TTFT and TPOT p50 (filled) / p99 (hollow) against concurrency (or
+    the request rate when every level is open-loop), markers at the measured levels only, with
+    the 95% interval as a bar where the benchmark ran repeats. A colour per variant in every panel
+    (Okabe-Ito, colour-blind safe), a marker per host, one legend right of the panels.
+    Defined in docs/benchmark.md (Report plot). It needs matplotlib on the controller; without
+    it no PNG is written and the result and the Markdown say so.
+  - C(<basename>.html) holds the Markdown's every section and the plot in one self-contained
+    file (inline CSS, the PNG as a data URI, no network access) that opens in any browser.
+  - The results carry no GPU count; the first panel's tok/s is per GPU with O(gpus_per_server),
+    per server (and the axis says so) without it.
   - Files are written only where their content differs (they carry no timestamp), so the
     same results give C(changed=false).
 author:
@@ -58,7 +66,7 @@ options:
     required: true
   basename:
     description:
-      - File name stem of the three files.
+      - File name stem of the four files.
     type: str
     default: benchmark
   title:
@@ -76,6 +84,12 @@ options:
       - Name of the candidate in tables and the plot.
     type: str
     default: candidate
+  gpus_per_server:
+    description:
+      - GPUs each benchmarked server runs on (its tensor-parallel size times its data-parallel size,
+        e.g. 8 for TP8); the plot's first panel divides tok/s by it. Unset, that panel shows tok/s
+        per server.
+    type: int
 seealso:
   - module: gpufleet.serving.llm_benchmark
 """
@@ -123,6 +137,11 @@ plot_path:
   returned: success
   type: str
   sample: /srv/reports/eagle3/benchmark.png
+html_path:
+  description: The self-contained HTML report (the Markdown's sections and the plot in one file) on the controller.
+  returned: success
+  type: str
+  sample: /srv/reports/eagle3/benchmark.html
 markdown:
   description: The Markdown text.
   returned: success

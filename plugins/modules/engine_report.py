@@ -15,7 +15,7 @@ version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin; nothing is sent to a remote host).
   - Builds the report of C(playbooks/compare_engines.yml) from each host's variant records and
-    writes C(<basename>.json), C(<basename>.md) and C(<basename>.png) to O(dest_dir).
+    writes C(<basename>.json), C(<basename>.md), C(<basename>.png) and C(<basename>.html) to O(dest_dir).
   - "Per host and variant: the outcome (V(ok), V(failed) with its stage and reason, or V(skipped)),
     single-stream tok/s (at concurrency 1), peak tok/s and its concurrency, TTFT p50 at 1 and at the peak,
     TPOT p50 at 1 and at the peak, ITL p50 at 1, the acceptance length (none for a base variant),
@@ -28,9 +28,17 @@ description:
   - The figures of one variant are those of M(gpufleet.serving.benchmark_report) (the same code
     reads the M(gpufleet.serving.llm_benchmark) levels); the Markdown adds the fleet's tok/s by
     concurrency per variant and, per host, every figure of every level.
-  - The PNG plots output tok/s against concurrency (fleet sum and per host) and TTFT and TPOT p50,
-    one colour per engine, EAGLE-3 dashed. It needs matplotlib on the controller; without it no PNG
-    is written and the result and the Markdown say so.
+  - The PNG's first panel is the throughput-interactivity trade-off, output tok/s per GPU
+    against tok/s per user (1000 / TPOT p50), a point per measured level, the Pareto frontier
+    dashed; a variant's GPUs are those its teardown released (per server when a server was kept).
+    Then output tok/s, TTFT and TPOT p50 (filled) / p99 (hollow) against concurrency, markers at
+    the measured levels only, with the 95% interval as a bar where the benchmark ran repeats. A
+    colour per variant in every panel, bars included (Okabe-Ito, colour-blind safe), a marker per
+    host, one legend right of the panels (defined in docs/benchmark.md, Report plot). It
+    needs matplotlib on the controller; without it no PNG is written and the result and the
+    Markdown say so.
+  - C(<basename>.html) holds the Markdown's every section and the plot in one self-contained file
+    (inline CSS, the PNG as a data URI, no network access) that opens in any browser.
   - Files are written only where their content differs, so the same records give C(changed=false).
 author:
   - gpufleet.serving maintainers (@gpufleet)
@@ -126,6 +134,11 @@ plot_path:
   returned: success
   type: str
   sample: /srv/reports/compare_engines/compare.png
+html_path:
+  description: The self-contained HTML report (the Markdown's sections and the plot in one file) on the controller.
+  returned: success
+  type: str
+  sample: /srv/reports/compare_engines/compare.html
 markdown:
   description: The Markdown text.
   returned: success

@@ -16,7 +16,7 @@ description:
   - Runs on the controller only (an action plugin; nothing is sent to a remote host).
   - Reads the record of every variant under O(results_dir) (C(records/HOST/VARIANT.json), as the
     experiment playbook writes them) whose settings are those of O(experiment), and writes
-    C(experiment.json), C(experiment.md) and C(experiment.png) to O(dest_dir).
+    C(experiment.json), C(experiment.md), C(experiment.png) and C(experiment.html) to O(dest_dir).
   - The comparison is that of M(gpufleet.serving.engine_report) (the same figures, ratios against the
     reference, per-category table and plot), each variant with its own engine and name. Without spread
     each host is compared with itself; with spread every host's records form one group,
@@ -26,6 +26,18 @@ description:
     defines each gate.
   - A gate that fails does not fail the task; RV(gate_failures) names each, for the playbook to fail on
     after the report is written. Variants with no record or not completed are in RV(failures) and not gated.
+  - The plot is that of M(gpufleet.serving.engine_report), each variant's gate verdict in its
+    legend. Its first panel is the throughput-interactivity trade-off, output tok/s per GPU against
+    tok/s per user (1000 / TPOT p50), a point per measured level, the Pareto frontier dashed; a
+    variant's GPUs are those its teardown released (per server when a server was kept). Then
+    output tok/s, TTFT and TPOT p50 (filled) / p99 (hollow) against concurrency, markers at the
+    measured levels only, with the 95% interval as a bar where the benchmark ran repeats. A colour
+    per variant in every panel, bars included (Okabe-Ito, colour-blind safe), a marker per host,
+    one legend right of the panels (defined in docs/benchmark.md, Report plot). It needs
+    matplotlib on the controller; without it no PNG is written and the result and the Markdown
+    say so.
+  - C(experiment.html) holds the Markdown's every section and the plot in one self-contained file
+    (inline CSS, the PNG as a data URI, no network access) that opens in any browser.
   - Records made with other settings are left out, with a note.
   - Files are written only where their content differs, so the same records give C(changed=false).
 author:
@@ -97,6 +109,11 @@ plot_path:
   returned: success
   type: str
   sample: /srv/reports/glm5/experiment.png
+html_path:
+  description: The self-contained HTML report (the Markdown's sections and the plot in one file) on the controller.
+  returned: success
+  type: str
+  sample: /srv/reports/glm5/experiment.html
 markdown:
   description: The Markdown text.
   returned: success

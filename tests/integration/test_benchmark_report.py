@@ -125,3 +125,5 @@ def test_report_from_a_playbook(server, tmp_path):
     png = (report_dir / "benchmark.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000
     assert task["plot_path"] == str(report_dir / "benchmark.png")
+    page = (report_dir / "benchmark.html").read_text()
+    assert task["html_path"] == str(report_dir / "benchmark.html") and "data:image/png;base64," in page

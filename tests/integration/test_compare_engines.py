@@ -57,7 +57,7 @@ def test_compare_engines_with_eagle(request, tmp_path):
 
     run, report_dir, report = _run(fleet, tmp_path, compare_eagle=True)
     assert run.returncode == 0, run.output[-6000:]
-    for name in ("compare.json", "compare.md", "compare.png"):
+    for name in ("compare.json", "compare.md", "compare.png", "compare.html"):
         assert (report_dir / name).is_file(), name
     assert report["variants"] == VARIANTS and report["reference"] == "sglang"
     markdown = (report_dir / "compare.md").read_text()

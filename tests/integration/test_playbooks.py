@@ -117,7 +117,7 @@ def test_swap_to_eagle_benchmark_and_back_to_base(request, tmp_path, engine):
     run = fleet.playbook("swap_to_eagle.yml", dict(spec["vars"](fleet), swap_report_dir=str(report_dir),
                                                    **SHORT_BENCH))
     assert run.returncode == 0, run.output[-6000:]
-    for name in ("benchmark.json", "benchmark.md", "benchmark.png", "swap_summary.json"):
+    for name in ("benchmark.json", "benchmark.md", "benchmark.png", "benchmark.html", "swap_summary.json"):
         assert (report_dir / name).is_file(), name
     markdown = (report_dir / "benchmark.md").read_text()
     for host in hosts:

@@ -159,7 +159,7 @@ def test_api_key_secret_loopback_and_file_modes(request, tmp_path):
 
     # No report file holds it.
     for report in (swap_report, bench_report):
-        assert {p.name for p in report.iterdir()} >= {"benchmark.json", "benchmark.md"}
+        assert {p.name for p in report.iterdir()} >= {"benchmark.json", "benchmark.md", "benchmark.html"}
         assert files_holding(str(report), SECRET) == []
 
     for index in (1, 2):

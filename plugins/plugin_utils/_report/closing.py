@@ -33,7 +33,7 @@ def report_lines(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = 
     if report is not None:
         paths = []
         if isinstance(report, Mapping):
-            paths = [report.get(key) for key in ("json_path", "markdown_path", "plot_path")]
+            paths = [report.get(key) for key in ("json_path", "markdown_path", "plot_path", "html_path")]
         out.append("report: " + (", ".join(p for p in paths if p) or "none (no host completed)"))
     if summary_file:
         out.append("summary: %s" % summary_file)

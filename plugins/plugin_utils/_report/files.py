@@ -2,7 +2,8 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Write the merged report (JSON, Markdown, PNG) where it differs from what is there.
+"""Write the merged report (JSON, Markdown, PNG, and one self-contained HTML file holding the
+Markdown's sections and the plot: html_report.py) where it differs from what is there.
 
 The files hold no timestamp, so the same results give the same bytes and a
 rerun reports changed=false.
@@ -16,6 +17,7 @@ import os
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry as _registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import MissingLibrary
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import write_atomic
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import html_report
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare import compare, host_lines
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare import render as render_comparison
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare_plot import (
@@ -40,15 +42,18 @@ def _differs(path, data):
 
 
 def build_report(results, dest_dir, title, baseline_label, candidate_label, basename="benchmark",
-                 check_mode=False):
-    """The baseline/candidate report (merge.py) written as JSON, Markdown and PNG."""
+                 check_mode=False, gpus_per_server=None):
+    """The baseline/candidate report (merge.py) written as JSON, Markdown, PNG and HTML; GPUS_PER_SERVER
+    (the results carry none) makes the plot's first panel per GPU."""
     report = merge(_plain(results), title, baseline_label, candidate_label)
+    if gpus_per_server:
+        report["gpus_per_server"] = int(gpus_per_server)
     return write_report(report, dest_dir, basename, render, render_png, check_mode=check_mode)
 
 
 def build_comparison(records, dest_dir, title, reference=_registry.DEFAULT, variants=None, basename="compare",
                      check_mode=False):
-    """The engine comparison (compare.py) written as JSON, Markdown and PNG; `lines` and
+    """The engine comparison (compare.py) written as JSON, Markdown, PNG and HTML; `lines` and
     `failures` added for the playbook's closing output."""
     report = compare(_plain(records), title, reference, variants)
     out = write_report(report, dest_dir, basename, render_comparison, render_comparison_png,
@@ -59,13 +64,15 @@ def build_comparison(records, dest_dir, title, reference=_registry.DEFAULT, vari
 
 
 def write_report(report, dest_dir, basename, render_markdown, render_plot, check_mode=False):
-    """Write REPORT (a plain dict) as BASENAME.json, .md (render_markdown) and .png
-    (render_plot; none without matplotlib) under DEST_DIR, each only where it differs."""
+    """Write REPORT (a plain dict) as BASENAME.json, .md (render_markdown), .png (render_plot; none
+    without matplotlib) and .html (the Markdown and the PNG in one file) under DEST_DIR, each only
+    where it differs."""
     dest_dir = os.path.abspath(os.path.expanduser(dest_dir))
     paths = {
         "json": os.path.join(dest_dir, basename + ".json"),
         "markdown": os.path.join(dest_dir, basename + ".md"),
         "plot": os.path.join(dest_dir, basename + ".png"),
+        "html": os.path.join(dest_dir, basename + ".html"),
     }
     plot_note = None
     try:
@@ -79,6 +86,8 @@ def write_report(report, dest_dir, basename, render_markdown, render_plot, check
         "json": (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("utf-8"),
         "markdown": markdown.encode("utf-8"),
         "plot": png,
+        "html": html_report.render(report["title"], markdown,
+                                   {os.path.basename(paths["plot"]): png} if png else None).encode("utf-8"),
     }
     changed = [k for k, data in contents.items() if data is not None and _differs(paths[k], data)]
     if changed and not check_mode:
@@ -92,6 +101,7 @@ def write_report(report, dest_dir, basename, render_markdown, render_plot, check
         "json_path": paths["json"],
         "markdown_path": paths["markdown"],
         "plot_path": paths["plot"],
+        "html_path": paths["html"],
         "markdown": markdown,
         "notes": notes,
         "report": report,

@@ -20,7 +20,7 @@ def test_the_report_of_a_plan_without_records(tmp_path):
                                            "dest_dir": str(tmp_path / "rep"), "title": "T"})
     assert res["_rc"] == 0, res.get("msg")
     assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == sorted(
-        p.rsplit("/", 1)[1] for p in (res["json_path"], res["markdown_path"]) + ((res["plot_path"],) if res.get("plot_path") else ()))
+        p.rsplit("/", 1)[1] for p in (res["json_path"], res["markdown_path"], res["html_path"]) + ((res["plot_path"],) if res.get("plot_path") else ()))
 
 
 def test_an_experiment_that_is_no_plan_result_is_refused(tmp_path):

@@ -133,12 +133,11 @@ def test_metric_names_carry_the_prefix_and_the_probe_parses(engine):
 def test_every_engine_is_in_each_list_the_code_derives():
     from ansible_collections.gpufleet.serving.plugins.module_utils._bench import run
     from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.engine_settings import engine_settings
-    from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare, compare_plot
+    from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare
     assert list(patterns.ENGINE_PATTERNS) == registry.names()
     assert run.GENERATION_COUNTERS == tuple(e.generated_tokens for e in REGISTERED)
     assert run.REQUEST_COUNTERS == tuple(e.finished_requests for e in REGISTERED)
     assert set(compare.VARIANTS) == set(registry.names()) | {n + "+eagle3" for n in registry.names()}
-    assert set(compare_plot.STYLE) == set(compare.VARIANTS)
     for engine in REGISTERED:
         settings = engine_settings(engine.name)
         assert (settings["title"], settings["url"]) == (engine.title, "http://127.0.0.1:%d" % engine.default_port)

@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import load as ld
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import report as rp
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import axes_style
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rcmp
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
 
@@ -30,13 +31,14 @@ def _records(exp, kit, host_of):
     return out
 
 
-def test_report_writes_three_files_with_the_gates(experiment, kit, tmp_path):
+def test_report_writes_four_files_with_the_gates(experiment, kit, tmp_path):
     exp = experiment(hosts=("h1", "h2"))
     recs = _records(exp, kit, lambda name: "h1")
     recs["h2"] = {"base": kit.record(exp, "h2", "base", outcome="failed", stage="wait", reason="exited")}
     out = rp.build(exp, recs, str(tmp_path / "rep"), "T")
-    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["experiment.json", "experiment.md",
-                                                                    "experiment.png"]
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["experiment.html", "experiment.json",
+                                                                    "experiment.md", "experiment.png"]
+    assert out["html_path"] == str(tmp_path / "rep" / "experiment.html")
     data = json.loads((tmp_path / "rep" / "experiment.json").read_text())
     assert data["hosts"]["h1"]["eagle/3"]["ratio"]["single_stream"] == round(95.4 / 63.6, 3)
     assert data["hosts"]["h1"]["eagle/3"]["engine"] == exp["variants"][1]["engine"]
@@ -74,9 +76,9 @@ def test_spread_compares_each_variant_with_the_reference_wherever_it_ran(experim
 def test_each_variant_of_an_experiment_gets_its_own_colour(experiment, kit, tmp_path):
     exp = experiment()
     out = rp.build(exp, _records(exp, kit, lambda name: "h1"), str(tmp_path / "rep"), "T", check_mode=True)
-    style = rcp.styles(out["report"])
-    assert len({colour for colour, unused in style.values()}) == 3
-    assert style["eagle/3"][1] == "--" and style["base"][1] == style["other"][1] == "-"
+    drawn = rcp.series(out["report"])
+    colours = axes_style.colours(out["report"]["variants"])
+    assert {s["key"] for s in drawn} == {"base", "eagle/3", "other"} and len(set(colours.values())) == 3
 
 
 def test_a_record_naming_an_unknown_engine_is_refused():
@@ -111,5 +113,10 @@ def test_names_are_shown_as_text_and_kept_exact_in_the_json(kit, tmp_path):
         elif table:
             assert len(set(table)) == 1, md
             table = []
+    page = (tmp_path / "rep" / "experiment.html").read_text()
+    for raw in ("<b>", "<i>", "<script>", "<a "):  # names are text, never markup, in the HTML too
+        assert raw not in page, raw
+    assert "**x**" in page and "&lt;b&gt;bold&lt;/b&gt;" in page and "[l](http://e)" in page
+    assert page.count("<h1>") == 1 and "<h1>T | &lt;h1&gt;</h1>" in page and "h|1 &lt;i&gt;" in page and "&lt;script&gt;x&lt;/script&gt; | exited" in page
     data = json.loads((tmp_path / "rep" / "experiment.json").read_text())
     assert sorted(data["hosts"][host]) == sorted(HOSTILE) and data["reference"] == HOSTILE[0]

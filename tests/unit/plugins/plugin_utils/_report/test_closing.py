@@ -22,9 +22,10 @@ def test_failure_reason_unreachable_from_the_ping():
 
 def test_report_lines_and_not_ok():
     results = [{"host": "b", "outcome": "failed", "line": "b: FAILED"}, {"host": "a", "outcome": "ok", "line": "a: ok"}]
-    report = {"json_path": "/r/benchmark.json", "markdown_path": "/r/benchmark.md", "plot_path": None}
+    report = {"json_path": "/r/benchmark.json", "markdown_path": "/r/benchmark.md", "plot_path": None,
+              "html_path": "/r/benchmark.html"}
     assert closing.report_lines(results, ["c"], report=report, summary_file="/r/swap_summary.json") == [
-        "report: /r/benchmark.json, /r/benchmark.md", "summary: /r/swap_summary.json",
+        "report: /r/benchmark.json, /r/benchmark.md, /r/benchmark.html", "summary: /r/swap_summary.json",
         "a: ok", "b: FAILED", "c: " + closing.NO_RESULT]
     assert closing.report_lines(results, [], report={})[0] == "report: none (no host completed)"
     assert closing.report_lines(results, [])[0] == "a: ok"

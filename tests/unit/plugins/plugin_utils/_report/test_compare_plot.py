@@ -1,9 +1,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_report/compare_plot.py: a colour and line style per variant (the engine variants' own, the
-speculative ones dashed, the experiment's others in turn), and the comparison's PNG, a real image,
-the same bytes for the same report."""
+"""_report/compare_plot.py: a series per variant and host with its server's GPU count, and the
+comparison's PNG, a real image, the same bytes for the same report (the panels: test_figure.py)."""
 
 from __future__ import annotations
 
@@ -28,13 +27,12 @@ RECORDS = {"h1": [rec(SG, lv(1, 60.0), lv(64, 2000.0)), rec(VL, lv(1, 80.0), lv(
                   rec(SG + "+eagle3", lv(1, 90.0), lv(64, 1900.0))]}
 
 
-def test_engine_variants_keep_their_style_and_speculative_ones_are_dashed():
-    report = rc.compare(RECORDS, "T")
-    styles = rcp.styles(report)
-    assert styles[SG] == rcp.STYLE[SG] and styles[SG][1] == "-"
-    assert styles[SG + "+eagle3"] == (styles[SG][0], "--")
-    other = {"variants": ["base", "spec"], "hosts": {"h1": {"base": {}, "spec": {"speculative": {"algorithm": "EAGLE3"}}}}}
-    assert rcp.styles(other) == {"base": (rcp.OTHER_HUES[0], "-"), "spec": (rcp.OTHER_HUES[1], "--")}
+def test_a_series_per_variant_and_host_with_the_gpus_its_teardown_released():
+    records = {"h1": [rec(SG, lv(1, 60.0), teardown={"gpus_selected": 4, "kept": False}),
+                      rec(VL, lv(1, 80.0), teardown={"gpus_selected": 8, "kept": True}), rec(SG + "+eagle3", lv(1, 90.0))]}
+    drawn = rcp.series(rc.compare(records, "T"))
+    assert [(s["key"], s["host"], s["gpus"], s["index"]) for s in drawn] == [
+        (SG, "h1", 4, 0), (VL, "h1", None, 1), (SG + "+eagle3", "h1", None, 2)]  # a kept server released nothing
 
 
 def test_the_png_is_a_real_image_and_the_same_for_the_same_report():

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import pytest
+from matplotlib.colors import to_hex
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rc
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
@@ -159,3 +160,7 @@ def test_both_plots_get_a_category_panel_only_with_categories():
     report = rc.compare({"gpu01": [{"variant": "sglang", "outcome": "ok", "bench": BASE},
                                    {"variant": "sglang+eagle3", "outcome": "ok", "bench": EAGLE}]})
     assert _png_height(rcp.render_png(report)) == 1350
+    # The bars have the variant's colour of the other panels (its markers in the first one).
+    fig = rcp.build_figure(report)
+    marker = next(line.get_color() for line in fig.axes[1].get_lines() if "sglang+eagle3" in (line.get_gid() or ""))
+    assert {to_hex(bar.get_facecolor()) for bar in fig.axes[4].patches} == {to_hex(marker)}
