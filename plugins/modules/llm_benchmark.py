@@ -305,8 +305,9 @@ options:
     default: keep_alive
   progress_file:
     description:
-      - A file on the target host that gets one line as each level starts and ends
-        (C(tail -f) it; Ansible shows nothing until the task returns).
+      - A file on the target host that gets one line as each level (each repeat of it, numbered C(repeat 2/3)) starts
+        and ends (C(tail -f) it; Ansible shows nothing until the task returns). A start line says how many requests
+        it sends, warm-up and counted; the end line's C(M/M ok) counts the counted ones, summed over the repeats.
     type: path
 notes:
   - Runs on the host that reaches the server (usually the server's own host), with the
