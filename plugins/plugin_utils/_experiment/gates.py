@@ -93,7 +93,22 @@ def _closed(summary):
 
 def _entry(gate, limit, value, passed, detail, level=None):
     return {"gate": gate, "level": level, "limit": limit,
-            "value": round(value, 3) if _number(value) else value, "passed": bool(passed), "detail": detail}
+            "value": shown(value, limit) if _number(value) else value, "passed": bool(passed), "detail": detail}
+
+
+def shown(value, limit, digits=3, most=9):
+    """VALUE rounded to DIGITS decimals, or to more (up to MOST) where fewer would read as LIMIT
+    or as a round number it is not: a speed-up of 682.376/682.502 is 0.9998, never "1", so
+    a gate that failed by a hair does not show the limit it missed."""
+    value = float(value)
+    for d in range(digits, most + 1):
+        out = round(value, d)
+        if out != value and _number(limit) and out == float(limit):
+            continue
+        if out == round(out) and out != value:
+            continue
+        return out
+    return value
 
 
 def _nothing_completed(summary, gate, limit, what):

@@ -204,11 +204,11 @@ def category_table(table, titles=None):
     passes = any(f.get("output_tok_s") is not None for f in figs)
     head = "| category | requests |" + "".join(" %s accept len |" % shown[n] for n in labels) \
         + "".join(" %s TTFT / TPOT p50 (ms) |" % shown[n] for n in labels) \
-        + "".join(" %s speed-up |" % shown[n] for n in others)
+        + "".join(" %s speed-up ↑ |" % shown[n] for n in others)
     columns = 2 * len(labels) + len(others)
     if passes:
         head += "".join(" %s tok/s |" % shown[n] for n in labels) \
-            + "".join(" %s tok/s x %s |" % (shown[n], shown[ref]) for n in others)
+            + "".join(" %s tok/s x %s ↑ |" % (shown[n], shown[ref]) for n in others)
         columns += len(labels) + len(others)
     sep = "| --- | ---: |" + " ---: |" * columns
     intro = ("Per category at concurrency %d (acceptance: over all levels). Speed-up: %s's TPOT p50 over the "

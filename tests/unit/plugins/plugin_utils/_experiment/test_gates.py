@@ -44,6 +44,18 @@ def test_a_missing_reference_fails_the_speedup(exp, kit):
         assert entry["passed"] is False and entry["value"] is None and "reference base" in entry["detail"]
 
 
+@pytest.mark.parametrize("value, limit, expected", [
+    (682.376 / 682.502, 1, 0.9998),    # never "1": the limit it missed
+    (1.23456, 1.2, 1.235),
+    (2.0, 1, 2.0),
+    (0.9999999999, 1, 0.9999999999),
+    (123.45678, 100, 123.457),
+    (99.99996, 50, 99.99996),          # not a round 100 it is not
+])
+def test_a_gate_value_shows_enough_digits(value, limit, expected):
+    assert gt.shown(value, limit) == expected
+
+
 @pytest.mark.parametrize("gate, limit, levels, value, passed", [
     ("max_ttft_p99_ms", 2000, [dict(conc=1, tok_s=60.0, ttft_p99=500.0), dict(conc=64, tok_s=900.0, ttft_p99=2100.0)],
      2100.0, False),

@@ -127,7 +127,7 @@ def test_category_passes_give_tok_s_and_its_ratio_in_both_reports():
     assert wl.pooled_accept(eagle["levels"], "code") == 2.25
     md = rmd.render(rm.merge({"gpu01": {"baseline": base, "candidate": eagle}}, "T", "sglang", "eagle3"))
     assert "| category | requests | sglang accept len | eagle3 accept len |" in md
-    assert "sglang tok/s | eagle3 tok/s | eagle3 tok/s x sglang |" in md
+    assert "sglang tok/s | eagle3 tok/s | eagle3 tok/s x sglang ↑ |" in md
     assert "| code | 4 | - | 2.25* | 30.0 / 20.0 | 28.0 / 5.0 | 4.00x | 50.0 | 125.0 | 2.50x |" in md
     assert "| writing | 4 | - | 2.00* | 32.0 / 20.0 | 30.0 / 10.0 | 2.00x | 48.0 | 72.0 | 1.50x |" in md
     assert "Acceptance marked * is from the server's counters around the category's own pass" in md
