@@ -28,15 +28,17 @@ description:
   - "C(max_variants) (default 32) and C(confirm_large) (default V(false)): more variants than C(max_variants)
     are refused unless C(confirm_large) is V(true) or O(confirm) is given."
   - "C(benchmark): settings of M(gpufleet.serving.llm_benchmark) shared by every variant: C(levels),
-    C(requests_per_level), C(warmup_requests), C(input_len), C(output_len), C(workload), C(repeats) and C(category_passes)
+    C(requests_per_level), C(warmup_requests), C(input_len), C(output_len), C(workload), C(repeats), C(category_passes)
+    and the goodput SLOs C(slo_ttft_ms), C(slo_tpot_ms), C(slo_e2e_ms)
     (the C(gpufleet.serving._fleet) role's C(fleet_bench_*) options without the prefix; read from its
     argument spec)."
   - "C(gates): limits every variant must meet (the reference is never gated on speed-up):
     C(min_acceptance_length) (mean acceptance length over the levels; not applicable to a variant without
     C(speculative)), C(min_speedup) (output tok/s divided by the reference's at the same concurrency, at each
     of C(levels); a number, or C({value: 1.3, levels: [1]}); without C(levels) every level both ran),
-    C(max_ttft_p99_ms) and C(max_tpot_p99_ms) (the highest p99 of any level) and C(max_failed_requests)
-    (all levels together). A gate whose figure is missing fails."
+    C(max_ttft_p99_ms) and C(max_tpot_p99_ms) (the highest p99 of any level), C(max_failed_requests)
+    (all levels together) and C(min_goodput_fraction) (the lowest share of counted requests within the
+    benchmark's goodput SLOs at any level, from 0 to 1). A gate whose figure is missing fails."
   - "C(variants) (required): a list; each variant has C(name) and C(engine) (V(sglang) or V(vllm)), and may have
     C(server) (the engine's server role variables without the C(ENGINE_server_) prefix, checked against
     the role's argument spec, for example C(model_path), C(tp_size), C(mem_fraction_static), C(extra_args);

@@ -12,6 +12,8 @@ _report/merge.side_summary, so a gate means what the report's tables show:
   max_ttft_p99_ms        the highest TTFT p99 of any level
   max_tpot_p99_ms        the highest TPOT p99 of any level
   max_failed_requests    failed counted requests, all levels together
+  min_goodput_fraction   the lowest, over the levels, share of counted requests that met every goodput
+                         SLO the benchmark gave (slo_ttft_ms, slo_tpot_ms, slo_e2e_ms)
 A figure that is missing fails its gate and says why, except the acceptance length of a variant
 without speculative settings, which is not applicable (passes). A level where nothing completed
 has no figure: a gate on TTFT, TPOT or acceptance fails there, never takes the maximum or the
@@ -33,6 +35,9 @@ GATE_DOCS = {
     "max_tpot_p99_ms": "the highest TPOT p99 of any level, in ms, at most this (a level where nothing completed "
                        "fails it)",
     "max_failed_requests": "failed counted requests, all levels and all their repeats together, at most this",
+    "min_goodput_fraction": "the share of counted requests that met every goodput SLO of the benchmark "
+                            "(slo_ttft_ms, slo_tpot_ms, slo_e2e_ms), at every level (all repeats together), at "
+                            "least this, from 0 to 1 (fails when the benchmark gave no SLO)",
 }
 GATE_NAMES = tuple(GATE_DOCS)
 SPEEDUP_KEYS = ("value", "levels")
@@ -53,6 +58,9 @@ def problems(gates):
         elif name == "max_failed_requests":
             if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0):
                 out.append(((name,), "must be a whole number of requests, 0 or more, not %r" % (limit,)))
+        elif name == "min_goodput_fraction":
+            if not (_number(limit) and 0 <= limit <= 1):
+                out.append(((name,), "must be a number from 0 to 1 (a share of the requests), not %r" % (limit,)))
         elif not (_number(limit) and limit >= 0):
             out.append(((name,), "must be a number, 0 or more, not %r" % (limit,)))
     return out
@@ -153,6 +161,22 @@ def _speedup(summary, ref_summary, limit, reference_name):
     return out or [_entry("min_speedup", value, None, False, "no concurrency level measured on both sides")]
 
 
+def _goodput(record, limit):
+    """min_goodput_fraction: the level whose share of counted requests within the SLOs is lowest."""
+    levels = record["bench"]["levels"]
+    if all(lv.get("goodput_requests") is None for lv in levels):
+        return _entry("min_goodput_fraction", limit, None, False,
+                      "no goodput: the benchmark gave no SLO (benchmark: slo_ttft_ms, slo_tpot_ms or slo_e2e_ms)")
+    rows = [(float(lv.get("goodput_requests") or 0) / lv["requests"], lv) for lv in levels if lv.get("requests")]
+    if not rows:
+        return _entry("min_goodput_fraction", limit, None, False, "no counted request in the benchmark result")
+    share, worst = min(rows, key=lambda row: row[0])
+    return _entry("min_goodput_fraction", limit, share, share >= limit,
+                  "lowest share within the SLOs at concurrency %s: %s of %s requests"
+                  % (worst.get("concurrency"), worst.get("goodput_requests") or 0, worst["requests"]),
+                  worst.get("concurrency"))
+
+
 def evaluate(variant_record, reference_record, gates, reference_name="the reference"):
     """[{gate, level, limit, value, passed, detail}] for each gate of GATES, in GATE_NAMES order."""
     summary = _levels(variant_record)
@@ -178,6 +202,8 @@ def evaluate(variant_record, reference_record, gates, reference_name="the refere
             out.append(_worst(summary, "ttft_p99_ms", gate, limit, "TTFT p99"))
         elif gate == "max_tpot_p99_ms":
             out.append(_worst(summary, "tpot_p99_ms", gate, limit, "TPOT p99"))
+        elif gate == "min_goodput_fraction":
+            out.append(_goodput(variant_record, limit))
         else:
             out.append(_entry(gate, limit, summary["failed"], summary["failed"] <= limit,
                               "failed counted requests, all levels"))

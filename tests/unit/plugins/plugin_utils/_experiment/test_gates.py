@@ -44,6 +44,24 @@ def test_a_missing_reference_fails_the_speedup(exp, kit):
         assert entry["passed"] is False and entry["value"] is None and "reference base" in entry["detail"]
 
 
+@pytest.mark.parametrize("goods, limit, passed, value, level", [
+    ((60, 48), 0.75, True, 0.75, 64),     # 48 of 64 at the worst level: exactly the limit passes
+    ((60, 47), 0.75, False, 0.734, 64),
+    ((None, None), 0.5, False, None, None),  # no SLO given: no goodput, the gate says why
+])
+def test_min_goodput_fraction_on_the_worst_level(exp, kit, goods, limit, passed, value, level):
+    levels = [dict(kit.level(1, 63.6), goodput_requests=goods[0]), dict(kit.level(64, 2370.0), goodput_requests=goods[1])]
+    entry = _one(gt.evaluate(kit.record(exp, "h1", "base", *levels), None, {"min_goodput_fraction": limit}),
+                 "min_goodput_fraction", level)
+    assert (entry["passed"], entry["value"]) == (passed, value), entry
+    if value is None:
+        assert "no SLO" in entry["detail"] and "slo_ttft_ms" in entry["detail"]
+    else:
+        assert "%d of 64 requests" % goods[1] in entry["detail"]
+    (path, why), = gt.problems({"min_goodput_fraction": 1.5})
+    assert path == ("min_goodput_fraction",) and "from 0 to 1" in why
+
+
 @pytest.mark.parametrize("value, limit, expected", [
     (682.376 / 682.502, 1, 0.9998),    # never "1": the limit it missed
     (1.23456, 1.2, 1.235),

@@ -200,7 +200,8 @@ def test_server_options_come_from_the_role_specs():
         assert not set(options) & set(schema.SERVER_OWN_KEYS)
     assert "draft_model_path" in schema.speculative_options()
     assert set(schema.benchmark_options()) == {"levels", "requests_per_level", "warmup_requests", "input_len",
-                                               "output_len", "workload", "repeats", "category_passes"}
+                                               "output_len", "workload", "repeats", "category_passes",
+                                               "slo_ttft_ms", "slo_tpot_ms", "slo_e2e_ms"}
 
 
 @pytest.mark.parametrize("name, variants", [
