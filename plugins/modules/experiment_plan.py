@@ -27,6 +27,9 @@ description:
     i, i+N, i+2N, ... and the report merges them; V(false) (default): every host runs every variant."
   - "C(max_variants) (default 32) and C(confirm_large) (default V(false)): more variants than C(max_variants)
     are refused unless C(confirm_large) is V(true) or O(confirm) is given."
+  - "C(category_level): the concurrency the report's per-category table compares (default: the lowest at which
+    every variant has per-category figures; one not measured on every side falls back to that, with a warning).
+    The report and the play's closing lines warn of a category with fewer than 10 requests there, or missing there."
   - "C(benchmark): settings of M(gpufleet.serving.llm_benchmark) shared by every variant: C(levels),
     C(requests_per_level), C(warmup_requests), C(input_len), C(output_len), C(workload), C(repeats), C(category_passes)
     and the goodput SLOs C(slo_ttft_ms), C(slo_tpot_ms), C(slo_e2e_ms)

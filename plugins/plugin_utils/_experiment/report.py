@@ -151,7 +151,8 @@ def build(experiment, records_by_host, dest_dir, title, check_mode=False):
     changed, notes, report}."""
     recs = _records(experiment, json.loads(json.dumps(records_by_host or {})))
     names = [v["name"] for v in experiment["variants"]]
-    report = _compare.compare(_groups(experiment, recs), title, experiment["reference"], names, named=names)
+    report = _compare.compare(_groups(experiment, recs), title, experiment["reference"], names, named=names,
+                              category_level=experiment.get("category_level"))
     rows = gate_rows(experiment, recs)
     report["failures"] = failures(experiment, recs)
     report["gates"] = rows
@@ -159,7 +160,7 @@ def build(experiment, records_by_host, dest_dir, title, check_mode=False):
     report["experiment"] = {k: experiment[k] for k in ("name", "file", "checksum", "reference", "spread",
                                                        "assignments")}
     out = write_report(report, dest_dir, BASENAME, _markdown(experiment, rows), render_png, check_mode=check_mode)
-    out["lines"] = _lines(report, rows, experiment["spread"])
+    out["lines"] = _lines(report, rows, experiment["spread"]) + _compare.category_warning_lines(report)
     out["failures"] = list(report["failures"])
     out["gate_failures"] = list(report["gate_failures"])
     return out

@@ -176,9 +176,11 @@ def _fleet(hosts, variants, reference, notes):
     return out
 
 
-def compare(records, title="Engine comparison", reference=_registry.DEFAULT, variants=None, named=()):
+def compare(records, title="Engine comparison", reference=_registry.DEFAULT, variants=None, named=(),
+            category_level=None):
     """The report dict: per host and variant the outcome, figures, ratios; the fleet's; notes.
-    NAMED: variant names known elsewhere (an experiment's), accepted without a record."""
+    NAMED: variant names known elsewhere (an experiment's), accepted without a record.
+    CATEGORY_LEVEL: the concurrency the per-category table compares (workload.categories)."""
     hosts, order, notes = normalise(records)
     if not hosts:
         raise InvalidInput("records is empty")
@@ -202,7 +204,7 @@ def compare(records, title="Engine comparison", reference=_registry.DEFAULT, var
     categories = {}
     for host, by_variant in hosts.items():
         named = [(name, by_variant[name].pop("_levels")) for name in variants if name in by_variant]
-        categories[host] = wl.categories(named, reference)
+        categories[host] = wl.categories(named, reference, level=category_level)
     return {
         "title": title,
         "reference": reference,
@@ -259,6 +261,13 @@ def _workload_lines(report):
                 named.append(("%s %s" % (md_text(host), md_text(name)),
                               dict(rec["workload"], accept_length=(rec.get("figures") or {}).get("accept_length"))))
     return ["## Workload", ""] + wl.workload_lines(named) + [""] if named else []
+
+
+def category_warning_lines(report):
+    """'HOST: WARNING: ...' for each per-category warning (workload.category_warnings), for the
+    play's closing output; the report shows the same above each host's category table."""
+    return ["%s: %s" % (host, w) for host in sorted(report.get("categories") or {})
+            for w in (report["categories"][host] or {}).get("warnings") or []]
 
 
 def host_lines(report):

@@ -54,6 +54,14 @@ def write(tmp_path, text, name="exp.experiment.yml"):
 def test_a_good_file(tmp_path):
     exp = ld.load(write(tmp_path, GOOD), ["h1"])
     assert exp["name"] == "exp" and exp["reference"] == "tp8" and exp["spread"] is False
+    assert exp["category_level"] is None
+    # The goodput SLOs and the category level are settings an experiment file takes.
+    slo = GOOD.replace("reference: tp8\n", "reference: tp8\ncategory_level: 8\n").replace(
+        "input_len: 16", "input_len: 16, slo_ttft_ms: 500, slo_tpot_ms: 40.5")
+    with_slo = ld.load(write(tmp_path, slo, "slo.experiment.yml"), ["h1"])
+    assert with_slo["category_level"] == 8
+    assert with_slo["variants"][0]["benchmark"]["slo_ttft_ms"] == 500
+    assert with_slo["variants"][0]["benchmark"]["slo_tpot_ms"] == 40.5
     assert exp["file"] == str(tmp_path / "exp.experiment.yml") and exp["checksum"].startswith("sha256:")
     tp8, ep, spec = exp["variants"]
     assert [tp8["name"], ep["name"], spec["name"]] == ["tp8", "ep", "spec"]
@@ -107,6 +115,10 @@ BAD = [
     (GOOD.replace("tp_size: 8}", "tp_size: 8, tp_size: 4}"), "variants[0].server.tp_size", "tp_size: 4",
      ["set twice"]),
     (GOOD.replace("reference: tp8\n", "reference: tp8\nspread: yes please\n"), "spread", "spread", ["true or false"]),
+    (GOOD.replace("reference: tp8\n", "reference: tp8\ncategory_level: 0\n"), "category_level", "category_level",
+     ["a concurrency level"]),
+    (GOOD.replace("input_len: 16", "input_len: 16, slo_ttft_ms: fast"), "benchmark.slo_ttft_ms", "benchmark",
+     ["must be a number"]),
 ]
 
 
