@@ -216,7 +216,7 @@ options:
     description:
       - Run each level this many times, one after another, to state the run-to-run spread.
       - With more than one, RV(levels[].output_tok_s), RV(levels[].accept_length), the request rates
-        (RV(levels[].requests_per_s), RV(levels[].goodput_req_s)) and every latency percentile (TTFT, TPOT, ITL, E2E:
+        (RV(levels[].requests_per_s), RV(levels[].goodput_req_s)) and every latency percentile (TTFT, TPOT, ITL, E2E;
         each run's percentile, averaged over the runs) are the means over the runs, so a latency figure and a
         latency gate use every run; the counts (RV(levels[].requests), RV(levels[].completed), RV(levels[].failed),
         RV(levels[].goodput_requests) and the token counts) are the sums over the runs and RV(levels[].errors)

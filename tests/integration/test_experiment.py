@@ -184,9 +184,13 @@ def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request
     fleet = start_fleet(request, tmp_path, 2, 2492)
     results = tmp_path / "results"
     path = _on_the_simulator("kimi-k25-eagle3", fleet, tmp_path,
-                             gates={"max_failed_requests": 0, "min_speedup": {"levels": [1], "value": 50}})
+                             gates={"max_failed_requests": 0, "min_speedup": {"levels": [1], "value": 50},
+                                    "min_goodput_fraction": 0.5})
     text = yaml.safe_load(path.read_text())
     text["spread"] = True
+    # A goodput SLO every request meets on the simulator, and the per-category table at concurrency 4.
+    text["benchmark"]["slo_ttft_ms"] = 60000
+    text["category_level"] = 4
     path.write_text(yaml.safe_dump(text, sort_keys=False))
     run = _run(fleet, path, results)
     # A 50x speed-up cannot be: the playbook fails naming the gate, after every variant ran.
@@ -210,6 +214,13 @@ def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request
         assert sorted({json.loads(line)["concurrency"] for line in requests}) == [1, 4], requests[:2]
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [], report["failures"]
+    goodput = [g for g in report["gates"] if g["gate"] == "min_goodput_fraction"]
+    assert len(goodput) == 4 and all(g["passed"] and g["value"] == 1.0 for g in goodput), goodput
+    assert all(c is None or c["concurrency"] == 4 for c in report["categories"].values()), report["categories"]
+    # Four requests a level: categories with fewer than 10, said in the play's closing lines (spread: one
+    # group for the fleet).
+    assert "fleet (spread over 2 hosts): WARNING: fewer than 10 requests at concurrency 4 in " in run.output, \
+        run.output[-6000:]
     for index in (1, 2):
         assert fleet.ssh(index, LEFT).stdout.strip() == ""
     _follow_lines_run_as_printed(run.output, fleet)
@@ -266,6 +277,13 @@ def test_an_interrupted_experiment_resumes(request, tmp_path):
     assert _records(results) == ["sim-h1/ep8.json", "sim-h1/tp8.json"]
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [], report["failures"]
+    goodput = [g for g in report["gates"] if g["gate"] == "min_goodput_fraction"]
+    assert len(goodput) == 4 and all(g["passed"] and g["value"] == 1.0 for g in goodput), goodput
+    assert all(c is None or c["concurrency"] == 4 for c in report["categories"].values()), report["categories"]
+    # Four requests a level: categories with fewer than 10, said in the play's closing lines (spread: one
+    # group for the fleet).
+    assert "fleet (spread over 2 hosts): WARNING: fewer than 10 requests at concurrency 4 in " in run.output, \
+        run.output[-6000:]
     assert fleet.ssh(1, LEFT).stdout.strip() == ""
 
 
