@@ -191,6 +191,9 @@ def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request
     # A goodput SLO every request meets on the simulator, and the per-category table at concurrency 4.
     text["benchmark"]["slo_ttft_ms"] = 60000
     text["category_level"] = 4
+    # A flag the simulator does not read: the report says so, naming it.
+    text["variants"][0]["server"]["extra_args"] = text["variants"][0]["server"].get("extra_args", []) + [
+        "--chunked-prefill-size", "4096"]
     path.write_text(yaml.safe_dump(text, sort_keys=False))
     run = _run(fleet, path, results)
     # A 50x speed-up cannot be: the playbook fails naming the gate, after every variant ran.
@@ -217,6 +220,9 @@ def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request
     goodput = [g for g in report["gates"] if g["gate"] == "min_goodput_fraction"]
     assert len(goodput) == 4 and all(g["passed"] and g["value"] == 1.0 for g in goodput), goodput
     assert all(c is None or c["concurrency"] == 4 for c in report["categories"].values()), report["categories"]
+    md = (results / "experiment.md").read_text()
+    assert "sglang-base: the simulated fleet does not model --chunked-prefill-size" in md, md[-3000:]
+    assert "sglang-eagle3: the simulated fleet does not model" not in md, md[-3000:]
     # Four requests a level: categories with fewer than 10, said in the play's closing lines (spread: one
     # group for the fleet).
     assert "fleet (spread over 2 hosts): WARNING: fewer than 10 requests at concurrency 4 in " in run.output, \
@@ -280,6 +286,9 @@ def test_an_interrupted_experiment_resumes(request, tmp_path):
     goodput = [g for g in report["gates"] if g["gate"] == "min_goodput_fraction"]
     assert len(goodput) == 4 and all(g["passed"] and g["value"] == 1.0 for g in goodput), goodput
     assert all(c is None or c["concurrency"] == 4 for c in report["categories"].values()), report["categories"]
+    md = (results / "experiment.md").read_text()
+    assert "sglang-base: the simulated fleet does not model --chunked-prefill-size" in md, md[-3000:]
+    assert "sglang-eagle3: the simulated fleet does not model" not in md, md[-3000:]
     # Four requests a level: categories with fewer than 10, said in the play's closing lines (spread: one
     # group for the fleet).
     assert "fleet (spread over 2 hosts): WARNING: fewer than 10 requests at concurrency 4 in " in run.output, \
