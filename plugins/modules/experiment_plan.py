@@ -40,8 +40,10 @@ description:
     C(speculative)), C(min_speedup) (output tok/s divided by the reference's at the same concurrency, at each
     of C(levels); a number, or C({value: 1.3, levels: [1]}); without C(levels) every level both ran),
     C(max_ttft_p99_ms) and C(max_tpot_p99_ms) (the highest p99 of any level), C(max_failed_requests)
-    (all levels together) and C(min_goodput_fraction) (the lowest share of counted requests within the
-    benchmark's goodput SLOs at any level, from 0 to 1). A gate whose figure is missing fails."
+    (all levels together), C(min_goodput_fraction) (the lowest share of counted requests within the
+    benchmark's goodput SLOs at any level, from 0 to 1) and C(per_category) (per workload category,
+    C({code: {min_acceptance_length: 2.5, max_tpot_p99_ms: 40}}) - that category's acceptance pooled over the levels
+    and its highest TTFT or TPOT p99 of any level). A gate whose figure is missing fails."
   - "C(variants) (required): a list; each variant has C(name) and C(engine) (V(sglang) or V(vllm)), and may have
     C(server) (the engine's server role variables without the C(ENGINE_server_) prefix, checked against
     the role's argument spec, for example C(model_path), C(tp_size), C(mem_fraction_static), C(extra_args);

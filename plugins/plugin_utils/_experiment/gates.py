@@ -14,6 +14,9 @@ _report/merge.side_summary, so a gate means what the report's tables show:
   max_failed_requests    failed counted requests, all levels together
   min_goodput_fraction   the lowest, over the levels, share of counted requests that met every goodput
                          SLO the benchmark gave (slo_ttft_ms, slo_tpot_ms, slo_e2e_ms)
+  per_category           per workload category, min_acceptance_length (pooled over the levels, as the
+                         report's category table), max_ttft_p99_ms and max_tpot_p99_ms (the highest of
+                         the category's p99 at any level); each entry named per_category.CATEGORY.GATE
 A figure that is missing fails its gate and says why, except the acceptance length of a variant
 without speculative settings, which is not applicable (passes). A level where nothing completed
 has no figure: a gate on TTFT, TPOT or acceptance fails there, never takes the maximum or the
@@ -23,6 +26,7 @@ mean of the other levels.
 from __future__ import annotations
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import side_summary
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.workload import pooled_accept
 
 # Each gate's figure, as the report defines it (docs/playbooks.md shows this table, generated).
 GATE_DOCS = {
@@ -38,7 +42,12 @@ GATE_DOCS = {
     "min_goodput_fraction": "the share of counted requests that met every goodput SLO of the benchmark "
                             "(slo_ttft_ms, slo_tpot_ms, slo_e2e_ms), at every level (all repeats together), at "
                             "least this, from 0 to 1 (fails when the benchmark gave no SLO)",
+    "per_category": "gates per workload category, {CATEGORY: {GATE: LIMIT}} with GATE one of "
+                    "min_acceptance_length (the category's, pooled over the levels), max_ttft_p99_ms and "
+                    "max_tpot_p99_ms (the category's highest p99 of any level); a category without a request "
+                    "fails its gates",
 }
+CATEGORY_GATES = ("min_acceptance_length", "max_ttft_p99_ms", "max_tpot_p99_ms")
 GATE_NAMES = tuple(GATE_DOCS)
 SPEEDUP_KEYS = ("value", "levels")
 
@@ -55,6 +64,8 @@ def problems(gates):
             continue
         if name == "min_speedup":
             out += _speedup_problems(limit)
+        elif name == "per_category":
+            out += _category_problems(limit)
         elif name == "max_failed_requests":
             if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0):
                 out.append(((name,), "must be a whole number of requests, 0 or more, not %r" % (limit,)))
@@ -63,6 +74,24 @@ def problems(gates):
                 out.append(((name,), "must be a number from 0 to 1 (a share of the requests), not %r" % (limit,)))
         elif not (_number(limit) and limit >= 0):
             out.append(((name,), "must be a number, 0 or more, not %r" % (limit,)))
+    return out
+
+
+def _category_problems(limit):
+    if not isinstance(limit, dict) or not limit:
+        return [(("per_category",), "must be a mapping {CATEGORY: {GATE: LIMIT}}, not %r" % (limit,))]
+    out = []
+    for category, gates in limit.items():
+        if not isinstance(gates, dict) or not gates:
+            out.append((("per_category", category), "must be a mapping of gates (%s), not %r"
+                        % (", ".join(CATEGORY_GATES), gates)))
+            continue
+        for gate, value in gates.items():
+            if gate not in CATEGORY_GATES:
+                out.append((("per_category", category, gate), "unknown per-category gate; the per-category gates: %s"
+                            % ", ".join(CATEGORY_GATES)))
+            elif not (_number(value) and value >= 0):
+                out.append((("per_category", category, gate), "must be a number, 0 or more, not %r" % (value,)))
     return out
 
 
@@ -161,6 +190,39 @@ def _speedup(summary, ref_summary, limit, reference_name):
     return out or [_entry("min_speedup", value, None, False, "no concurrency level measured on both sides")]
 
 
+def _per_category(record, limits):
+    """per_category: each category's gates on its figures over the levels (llm_benchmark's levels[].categories)."""
+    levels = [lv for lv in record["bench"]["levels"] if isinstance(lv, dict)]
+    out = []
+    for category, gates in limits.items():
+        figs = [(lv.get("concurrency"), lv["categories"][category]) for lv in levels
+                if category in (lv.get("categories") or {})]
+        for gate, limit in gates.items():
+            name = "per_category.%s.%s" % (category, gate)
+            if not figs:
+                out.append(_entry(name, limit, None, False, "no request of category %s in the benchmark result"
+                                  % category))
+            elif gate == "min_acceptance_length":
+                if not record.get("speculative"):
+                    out.append(_entry(name, limit, None, True, "not applicable: the variant has no speculative settings"))
+                    continue
+                value = pooled_accept(levels, category)
+                out.append(_entry(name, limit, value, value is not None and value >= limit,
+                                  "category %s's acceptance length, pooled over the levels" % category
+                                  if value is not None else "no acceptance length of category %s" % category))
+            else:
+                key = "ttft_ms" if gate == "max_ttft_p99_ms" else "tpot_ms"
+                rows = [(conc, (fig.get(key) or {}).get("p99")) for conc, fig in figs]
+                rows = [(conc, v) for conc, v in rows if v is not None]
+                if not rows:
+                    out.append(_entry(name, limit, None, False, "no %s p99 of category %s" % (key[:4].upper(), category)))
+                    continue
+                conc, worst = max(rows, key=lambda row: row[1])
+                out.append(_entry(name, limit, worst, worst <= limit, "category %s's highest %s p99 at concurrency %s"
+                                  % (category, key[:4].upper(), conc)))
+    return out
+
+
 def _goodput(record, limit):
     """min_goodput_fraction: the level whose share of counted requests within the SLOs is lowest."""
     levels = record["bench"]["levels"]
@@ -204,6 +266,8 @@ def evaluate(variant_record, reference_record, gates, reference_name="the refere
             out.append(_worst(summary, "tpot_p99_ms", gate, limit, "TPOT p99"))
         elif gate == "min_goodput_fraction":
             out.append(_goodput(variant_record, limit))
+        elif gate == "per_category":
+            out += _per_category(variant_record, limit)
         else:
             out.append(_entry(gate, limit, summary["failed"], summary["failed"] <= limit,
                               "failed counted requests, all levels"))

@@ -62,6 +62,39 @@ def test_min_goodput_fraction_on_the_worst_level(exp, kit, goods, limit, passed,
     assert path == ("min_goodput_fraction",) and "from 0 to 1" in why
 
 
+def _cat(tokens, accept, ttft_p99, tpot_p99):
+    return {"requests": 8, "output_tokens": tokens, "accept_length": accept,
+            "ttft_ms": {"p50": ttft_p99 / 2, "p99": ttft_p99}, "tpot_ms": {"p50": tpot_p99 / 2, "p99": tpot_p99}}
+
+
+def test_per_category_gates_on_each_categorys_figures(exp, kit):
+    levels = [dict(kit.level(1, 120.0, accept=3.0), categories={"code": _cat(100, 4.0, 50.0, 8.0),
+                                                                  "chat": _cat(100, 2.0, 60.0, 9.0)}),
+              dict(kit.level(64, 2000.0, accept=2.5), categories={"code": _cat(300, 3.0, 400.0, 20.0)})]
+    rec = kit.record(exp, "h1", "eagle/3", *levels, speculative=True)
+    gates = {"per_category": {"code": {"min_acceptance_length": 3.3, "max_tpot_p99_ms": 25},
+                              "math": {"max_ttft_p99_ms": 100}}}
+    entries = {e["gate"]: e for e in gt.evaluate(rec, None, gates)}
+    # code: 100 tokens at 4.0 (25 steps) and 300 at 3.0 (100 steps): 400 / 125 = 3.2, below 3.3.
+    accept = entries["per_category.code.min_acceptance_length"]
+    assert (accept["value"], accept["passed"]) == (3.2, False)
+    tpot = entries["per_category.code.max_tpot_p99_ms"]
+    assert (tpot["value"], tpot["passed"]) == (20.0, True) and "concurrency 64" in tpot["detail"]
+    math = entries["per_category.math.max_ttft_p99_ms"]
+    assert math["passed"] is False and "no request of category math" in math["detail"]
+
+
+@pytest.mark.parametrize("limit, path, words", [
+    ({"code": {"min_speedup": 2}}, ("per_category", "code", "min_speedup"), "unknown per-category gate"),
+    ({"code": {"max_ttft_p99_ms": -1}}, ("per_category", "code", "max_ttft_p99_ms"), "0 or more"),
+    ({"code": 3}, ("per_category", "code"), "mapping of gates"),
+    ([], ("per_category",), "{CATEGORY: {GATE: LIMIT}}"),
+])
+def test_per_category_gates_refuse_bad_limits(limit, path, words):
+    (got, why), = gt.problems({"per_category": limit})
+    assert got == path and words in why
+
+
 @pytest.mark.parametrize("value, limit, expected", [
     (682.376 / 682.502, 1, 0.9998),    # never "1": the limit it missed
     (1.23456, 1.2, 1.235),

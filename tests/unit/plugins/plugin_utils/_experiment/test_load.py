@@ -117,6 +117,8 @@ BAD = [
     (GOOD.replace("reference: tp8\n", "reference: tp8\nspread: yes please\n"), "spread", "spread", ["true or false"]),
     (GOOD.replace("reference: tp8\n", "reference: tp8\ncategory_level: 0\n"), "category_level", "category_level",
      ["a concurrency level"]),
+    (GOOD.replace("  max_failed_requests: 0\n", "  max_failed_requests: 0\n  per_category: {code: {min_speedup: 2}}\n"),
+     "gates.per_category.code.min_speedup", "per_category", ["unknown per-category gate"]),
     (GOOD.replace("input_len: 16", "input_len: 16, slo_ttft_ms: fast"), "benchmark.slo_ttft_ms", "benchmark",
      ["must be a number"]),
 ]
