@@ -20,6 +20,7 @@ ARGUMENT_SPEC = dict(
     results_dir=dict(type="path", required=True),
     dest_dir=dict(type="path", required=True),
     title=dict(type="str", default=""),
+    simulator_models=dict(type="dict"),
 )
 
 
@@ -28,4 +29,4 @@ class ActionModule(ReportAction):
 
     def build(self, args, check_mode):
         return report.from_results(args["experiment"], args["results_dir"], args["dest_dir"], args["title"],
-                                   check_mode=check_mode)
+                                   check_mode=check_mode, simulator_models=args["simulator_models"])

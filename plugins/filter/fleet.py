@@ -6,7 +6,7 @@
 
 Each filter is documented in its own sidecar file (plugins/filter/NAME.yml), as
 ansible-core documents its own filters; the code is in plugin_utils/_report/ (swap.py, host_lines.py,
-closing.py, reset.py, variant_lines.py), plugin_utils/_experiment/ (engine_settings.py, preset.py,
+closing.py, reset.py, follow.py, variant_lines.py), plugin_utils/_experiment/ (engine_settings.py, preset.py,
 host_plan.py, variant_state.py), module_utils/_engines/settings.py and module_utils/_server/plan.py.
 """
 
@@ -20,7 +20,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._files import fil
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as server_plan
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import engine_settings as _engine_settings
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset, variant_state
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import closing, host_lines, reset, swap, variant_lines
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import closing, follow, host_lines, reset, swap, variant_lines
 
 
 def engine_settings(name, host="", port="", instance=""):
@@ -115,6 +115,7 @@ class FilterModule:
             "engine_settings": engine_settings,
             "teardown_record": variant_lines.teardown_record,
             "experiment_plan_lines": variant_lines.plan_lines,
+            "experiment_plan_block": variant_lines.plan_block,
             "experiment_planned": experiment_planned,
             "compare_experiment": compare_experiment,
             "swap_experiment": swap_experiment,
@@ -127,4 +128,6 @@ class FilterModule:
             "experiment_drafter_checks": host_plan.drafter_checks,
             "experiment_refusal": host_plan.refusal,
             "file_name": file_name,
+            "progress_file": follow.progress_file,
+            "follow_command": follow.follow_command,
         }

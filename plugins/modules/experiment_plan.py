@@ -27,8 +27,12 @@ description:
     i, i+N, i+2N, ... and the report merges them; V(false) (default): every host runs every variant."
   - "C(max_variants) (default 32) and C(confirm_large) (default V(false)): more variants than C(max_variants)
     are refused unless C(confirm_large) is V(true) or O(confirm) is given."
+  - "C(category_level): the concurrency the report's per-category table compares (default: the lowest at which
+    every variant has per-category figures; one not measured on every side falls back to that, with a warning).
+    The report and the play's closing lines warn of a category with fewer than 10 requests there, or missing there."
   - "C(benchmark): settings of M(gpufleet.serving.llm_benchmark) shared by every variant: C(levels),
-    C(requests_per_level), C(warmup_requests), C(input_len), C(output_len), C(workload), C(repeats) and C(category_passes)
+    C(requests_per_level), C(warmup_requests), C(input_len), C(output_len), C(workload), C(repeats), C(category_passes)
+    and the goodput SLOs C(slo_ttft_ms), C(slo_tpot_ms), C(slo_e2e_ms)
     (the C(gpufleet.serving._fleet) role's C(fleet_bench_*) options without the prefix; read from its
     argument spec)."
   - "C(gates): limits every variant must meet (the reference is never gated on speed-up):
@@ -36,9 +40,12 @@ description:
     C(speculative)), C(min_speedup) (output tok/s divided by the reference's at the same concurrency, at each
     of C(levels); a number, or C({value: 1.3, levels: [1]}); without C(levels) every level both ran),
     C(max_ttft_p99_ms) and C(max_tpot_p99_ms) (the highest p99 of any level), C(max_failed_requests)
-    (all levels together), C(throttled) (V(false) - no level ran on a throttled GPU) and C(min_tokens_per_joule)
-    (the lowest tok/J of any level); the last two need llm_benchmark's GPU telemetry (docs/telemetry.md).
-    A gate whose figure is missing fails."
+    (all levels together), C(min_goodput_fraction) (the lowest share of counted requests within the
+    benchmark's goodput SLOs at any level, from 0 to 1) and C(per_category) (per workload category,
+    C({code: {min_acceptance_length: 2.5, max_tpot_p99_ms: 40}}) - that category's acceptance pooled over the levels
+    and its highest TTFT or TPOT p99 of any level), C(throttled) (V(false) - no level ran on a throttled GPU) and
+    C(min_tokens_per_joule) (the lowest tok/J of any level); the last two need llm_benchmark's GPU telemetry
+    (docs/telemetry.md). A gate whose figure is missing fails."
   - "C(variants) (required): a list; each variant has C(name) and C(engine) (V(sglang) or V(vllm)), and may have
     C(server) (the engine's server role variables without the C(ENGINE_server_) prefix, checked against
     the role's argument spec, for example C(model_path), C(tp_size), C(mem_fraction_static), C(extra_args);

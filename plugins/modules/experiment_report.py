@@ -71,6 +71,13 @@ options:
       - Title of the Markdown and the plot; empty for C(Experiment NAME).
     type: str
     default: ""
+  simulator_models:
+    description:
+      - A simulated fleet's engine flags that its simulator reads, per engine (a list of flags for each engine); the
+        simulated fleet's inventory sets them as C(fleet_simulator_models) and experiment.yml passes them.
+      - Each variant that gives a setting its engine's list lacks gets a note in the report naming those flags
+        (the simulator leaves its figures as they would be without them). Omitted (a real fleet), no note.
+    type: dict
 seealso:
   - module: gpufleet.serving.experiment_plan
   - module: gpufleet.serving.engine_report

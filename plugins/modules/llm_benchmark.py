@@ -215,12 +215,14 @@ options:
   repeats:
     description:
       - Run each level this many times, one after another, to state the run-to-run spread.
-      - With more than one, RV(levels[].output_tok_s) and RV(levels[].accept_length) are the means
-        over the runs; the counts (RV(levels[].requests), RV(levels[].completed), RV(levels[].failed) and
-        the token counts) are the sums over the runs and RV(levels[].errors) holds the error samples of
-        every run, so a failure in any run shows; every other figure of the level is the first run's, and RV(levels[].repeats)
-        gives each run's figures and a 95% confidence interval (Student t) of output tok/s, TTFT p50
-        and acceptance length.
+      - With more than one, RV(levels[].output_tok_s), RV(levels[].accept_length), the request rates
+        (RV(levels[].requests_per_s), RV(levels[].goodput_req_s)) and every latency percentile (TTFT, TPOT, ITL, E2E;
+        each run's percentile, averaged over the runs) are the means over the runs, so a latency figure and a
+        latency gate use every run; the counts (RV(levels[].requests), RV(levels[].completed), RV(levels[].failed),
+        RV(levels[].goodput_requests) and the token counts) are the sums over the runs and RV(levels[].errors)
+        holds the error samples of every run, so a failure in any run shows; every other figure of the level is
+        the first run's, and RV(levels[].repeats) gives each run's figures and a 95% confidence interval (Student
+        t) of output tok/s, TTFT p50 and p99, TPOT p50 and p99 and acceptance length.
     type: int
     default: 1
   category_passes:
@@ -305,8 +307,9 @@ options:
     default: keep_alive
   progress_file:
     description:
-      - A file on the target host that gets one line as each level starts and ends
-        (C(tail -f) it; Ansible shows nothing until the task returns).
+      - A file on the target host that gets one line as each level (each repeat of it, numbered C(repeat 2/3)) starts
+        and ends (C(tail -f) it; Ansible shows nothing until the task returns). A start line says how many requests
+        it sends, warm-up and counted; the end line's C(M/M ok) counts the counted ones, summed over the repeats.
     type: path
   telemetry:
     description:

@@ -3,6 +3,7 @@
 Written by hand (no PyYAML: simctl may run under a python3 without it). Every
 scalar is a JSON string, which YAML reads as the same string.
 """
+import importlib.util
 import json
 import os
 
@@ -11,6 +12,20 @@ from simlib.fleet_host import SIM_DIR
 
 SSH_COMMON_ARGS = ("-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
                    "-o LogLevel=ERROR")
+
+
+def simulator_models():
+    """{engine: [flags]}: the SGLang flags the simulated server reads (FIELDS of its args.py);
+    the experiment report notes any other flag a variant gives (the simulator ignores it). The
+    simulated vLLM keeps no such table, so it is not listed (no note for its variants). An
+    empty dict where the simulator is not there to read (then no note either)."""
+    path = os.path.join(SIM_DIR, "pypath", "sglang", "_sim", "args.py")
+    if not os.path.isfile(path):
+        return {}
+    spec = importlib.util.spec_from_file_location("_sim_sglang_args", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {"sglang": sorted("--" + name.replace("_", "-") for name in module.FIELDS)}
 
 
 def host_vars(host, private_key):
@@ -33,6 +48,7 @@ def host_vars(host, private_key):
         "eagle_drafter_model_path": os.path.join(SIM_DIR, "models",
                                                  "aq-medai-kimi-k2-eagle3"),
         "sim_gpu_root": host.gpu_root,
+        "fleet_simulator_models": simulator_models(),
     }
 
 

@@ -12,6 +12,7 @@ by SIGINT in the middle of its second variant, resumes with every variant record
 """
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -93,6 +94,33 @@ def _planned_argvs(output):
     return out
 
 
+def _follow_lines_run_as_printed(output, fleet):
+    """Each variant's printed follow command, run as printed (a shell, the controller's ssh),
+    shows that variant's own progress file: numbered, and never another variant's."""
+    marker = "follow the benchmark with: "
+    follows = {}
+    for line in output.splitlines():
+        if marker in line and '"msg": ' in line:
+            msg = json.loads(line.split('"msg": ', 1)[1])
+            head, command = msg.split(marker, 1)
+            follows[head] = command
+    assert sorted(follows) == ["sim-h1: variant 1/2 sglang-base: ", "sim-h1: variant 2/2 vllm-base: ",
+                               "sim-h2: variant 1/2 sglang-eagle3: ", "sim-h2: variant 2/2 vllm-eagle3: "], output[-6000:]
+    for head, command in follows.items():
+        assert command.startswith("ssh -p %d -i " % fleet.ssh_port), command
+        proc = subprocess.run(["timeout", "20", "sh", "-c", command], capture_output=True, text=True,
+                              timeout=60, stdin=subprocess.DEVNULL, check=False)
+        assert proc.returncode == 124, (command, proc.returncode, proc.stderr)  # tail -f ran until stopped
+        lines = proc.stdout.splitlines()
+        assert lines[0].endswith("llm_benchmark: 2 levels"), (command, proc.stdout)
+        # What a start line says it sends agrees with its end line's count (a conversation's turns each count).
+        for start, end in ((lines[1], lines[2]), (lines[3], lines[4])):
+            counted = re.search(r"requests sent \(1 warm-up, (\d+) counted\)\.\.\.$", start)
+            assert counted and " %s/%s ok, " % (counted.group(1), counted.group(1)) in end, proc.stdout
+        name = head.split(" ")[-2].rstrip(":")
+        assert command.endswith("bench-%s.progress'" % name), command
+
+
 def test_check_mode_prints_a_plan_the_engines_parse_and_changes_nothing(request, tmp_path):
     fleet = start_fleet(request, tmp_path, 1, 2491)
     fleet.hold_gpu(1, 2, 1024, "some-other-job")
@@ -102,6 +130,9 @@ def test_check_mode_prints_a_plan_the_engines_parse_and_changes_nothing(request,
     assert run.returncode == 0, run.output[-6000:]
     assert "sim-h1: 4 variant(s) of kimi-k25-eagle3, 4 to run" in run.output, run.output[-6000:]
     assert "1. sglang-base [run] sglang on all GPUs" in run.output, run.output[-6000:]
+    # Printed once, at the end, in one block.
+    assert run.output.count("1. sglang-base [run]") == 1, run.output[-6000:]
+    assert "Show every host's plan (nothing ran)" in run.output.split("1. sglang-base [run]")[0].rsplit("TASK [", 1)[1]
     assert _snapshot(fleet, 1) == before
     assert not (results / "records").exists() or _records(results) == []
 
@@ -153,9 +184,16 @@ def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request
     fleet = start_fleet(request, tmp_path, 2, 2492)
     results = tmp_path / "results"
     path = _on_the_simulator("kimi-k25-eagle3", fleet, tmp_path,
-                             gates={"max_failed_requests": 0, "min_speedup": {"levels": [1], "value": 50}})
+                             gates={"max_failed_requests": 0, "min_speedup": {"levels": [1], "value": 50},
+                                    "min_goodput_fraction": 0.5})
     text = yaml.safe_load(path.read_text())
     text["spread"] = True
+    # A goodput SLO every request meets on the simulator, and the per-category table at concurrency 4.
+    text["benchmark"]["slo_ttft_ms"] = 60000
+    text["category_level"] = 4
+    # A flag the simulator does not read: the report says so, naming it.
+    text["variants"][0]["server"]["extra_args"] = text["variants"][0]["server"].get("extra_args", []) + [
+        "--chunked-prefill-size", "4096"]
     path.write_text(yaml.safe_dump(text, sort_keys=False))
     run = _run(fleet, path, results)
     # A 50x speed-up cannot be: the playbook fails naming the gate, after every variant ran.
@@ -179,8 +217,19 @@ def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request
         assert sorted({json.loads(line)["concurrency"] for line in requests}) == [1, 4], requests[:2]
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [], report["failures"]
+    goodput = [g for g in report["gates"] if g["gate"] == "min_goodput_fraction"]
+    assert len(goodput) == 4 and all(g["passed"] and g["value"] == 1.0 for g in goodput), goodput
+    assert all(c is None or c["concurrency"] == 4 for c in report["categories"].values()), report["categories"]
+    md = (results / "experiment.md").read_text()
+    assert "sglang-base: the simulated fleet does not model --chunked-prefill-size" in md, md[-3000:]
+    assert "sglang-eagle3: the simulated fleet does not model" not in md, md[-3000:]
+    # Four requests a level: categories with fewer than 10, said in the play's closing lines (spread: one
+    # group for the fleet).
+    assert "fleet (spread over 2 hosts): WARNING: fewer than 10 requests at concurrency 4 in " in run.output, \
+        run.output[-6000:]
     for index in (1, 2):
         assert fleet.ssh(index, LEFT).stdout.strip() == ""
+    _follow_lines_run_as_printed(run.output, fleet)
 
     # The same file again: every variant is recorded, nothing is launched or rewritten.
     stamps = {rel: (results / "records" / rel).stat().st_mtime_ns for rel in _records(results)}
@@ -234,6 +283,16 @@ def test_an_interrupted_experiment_resumes(request, tmp_path):
     assert _records(results) == ["sim-h1/ep8.json", "sim-h1/tp8.json"]
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [], report["failures"]
+    goodput = [g for g in report["gates"] if g["gate"] == "min_goodput_fraction"]
+    assert len(goodput) == 4 and all(g["passed"] and g["value"] == 1.0 for g in goodput), goodput
+    assert all(c is None or c["concurrency"] == 4 for c in report["categories"].values()), report["categories"]
+    md = (results / "experiment.md").read_text()
+    assert "sglang-base: the simulated fleet does not model --chunked-prefill-size" in md, md[-3000:]
+    assert "sglang-eagle3: the simulated fleet does not model" not in md, md[-3000:]
+    # Four requests a level: categories with fewer than 10, said in the play's closing lines (spread: one
+    # group for the fleet).
+    assert "fleet (spread over 2 hosts): WARNING: fewer than 10 requests at concurrency 4 in " in run.output, \
+        run.output[-6000:]
     assert fleet.ssh(1, LEFT).stdout.strip() == ""
 
 

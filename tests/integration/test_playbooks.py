@@ -341,6 +341,15 @@ def test_reset_hung_server_and_protected_daemon(request, tmp_path):
     assert launched.returncode == 0, launched.output[-4000:]
     daemon = fleet.hold_gpu(2, 0, 0, "nvidia-persistenced", daemon=True)
 
+    # The preview says what a real run would kill and which GPUs are in use, and signals nothing.
+    preview = fleet.playbook("reset.yml", {"reset_term_timeout": 1}, inventories=[extra_inv], args=["--check"])
+    assert preview.returncode == 0, preview.output[-6000:]
+    rows = [line for line in preview.output.splitlines() if "sim-h" in line and "would kill" in line]
+    assert len(rows) == 2 and all("GPUs in use now: 0-7" in r for r in rows), preview.output[-6000:]
+    assert not [line for line in preview.output.splitlines() if "sim-h" in line and " clean " in line], preview.output[-6000:]
+    assert "would kill" in preview.output and "x sglang::scheduler_TP*" in preview.output, preview.output[-6000:]
+    assert all(not all_free(fleet, index) for index in (1, 2))
+
     summary_file = tmp_path / "reset.json"
     run = fleet.playbook("reset.yml", {"reset_term_timeout": 1, "reset_timeout": 30,
                                        "reset_summary_file": str(summary_file)},
@@ -364,6 +373,7 @@ def test_reset_hung_server_and_protected_daemon(request, tmp_path):
     assert results["sim-h2"]["protected_holders"] == ["nvidia-persistenced"]
     assert all(r["gpus_free"] == r["gpus_selected"] == 8 for r in results.values())
     assert "protected: nvidia-persistenced" in run.output
+    assert "killed %d: " % results["sim-h1"]["killed"] in run.output, run.output[-6000:]
 
     fleet.ssh(2, "kill -0 %d" % daemon)  # the daemon survived
     for index in (1, 2):

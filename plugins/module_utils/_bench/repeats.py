@@ -24,7 +24,14 @@ FIGURES = (
     ("output_tok_s", lambda lv: lv.get("output_tok_s")),
     ("ttft_p50_ms", lambda lv: (lv.get("ttft_ms") or {}).get("p50")),
     ("accept_length", lambda lv: lv.get("accept_length")),
+    ("ttft_p99_ms", lambda lv: (lv.get("ttft_ms") or {}).get("p99")),
+    ("tpot_p50_ms", lambda lv: (lv.get("tpot_ms") or {}).get("p50")),
+    ("tpot_p99_ms", lambda lv: (lv.get("tpot_ms") or {}).get("p99")),
 )
+# Latency percentiles (stats.percentiles dicts) and rates: the mean over the runs of what each run
+# measured, so a latency figure and a latency gate use every run, not the first alone.
+PER_RUN_MEANS = ("ttft_ms", "tpot_ms", "itl_ms", "itl_chunk_ms", "latency_ms")
+RATE_MEANS = ("requests_per_s", "goodput_req_s")
 
 
 # The counts of a level that add up over its runs (stats.level_metrics).
@@ -61,7 +68,8 @@ def interval(values: list) -> dict | None:
 
 def combine(runs: list) -> dict:
     """One level of RUNS (the level's results, in the order run): the first run's figures,
-    with output_tok_s and accept_length replaced by their means over the runs, the counts
+    with output_tok_s, accept_length, the rates (RATE_MEANS) and each latency percentile
+    (PER_RUN_MEANS: each run's percentile, averaged) replaced by their means over the runs, the counts
     (COUNTS: requests, completed, failed, ...) summed over the runs and the error samples of
     every run, so a failure of any run shows and is gated; and `repeats`: each run's figures,
     its completed and failed counts, and the interval of each figure."""
@@ -72,9 +80,18 @@ def combine(runs: list) -> dict:
     for name in ("output_tok_s", "accept_length"):
         if cis[name] is not None:
             level[name] = cis[name]["mean"]
+    for name in PER_RUN_MEANS:
+        dicts = [lv[name] for lv in runs if isinstance(lv.get(name), dict)]
+        if dicts:
+            level[name] = {key: _mean([d.get(key) for d in dicts]) for key in dicts[0]}
+    for name in RATE_MEANS:
+        if name in level:
+            level[name] = _mean([lv.get(name) for lv in runs])
     for name in COUNTS:
         if name in level:
             level[name] = sum(lv.get(name) or 0 for lv in runs)
+    if level.get("goodput_requests") is not None:  # None: no SLO was given
+        level["goodput_requests"] = sum(lv.get("goodput_requests") or 0 for lv in runs)
     if "errors" in level:
         errors = []
         for lv in runs:
@@ -82,6 +99,12 @@ def combine(runs: list) -> dict:
         level["errors"] = errors[:MAX_ERRORS]
     level["repeats"] = dict(cis, n=len(runs), runs=per_run)
     return level
+
+
+def _mean(values: list) -> float | None:
+    """The mean of the values present (a run where nothing completed has none), 3 decimals."""
+    xs = [float(v) for v in values if v is not None]
+    return round(sum(xs) / len(xs), 3) if xs else None
 
 
 def significant(a: dict | None, b: dict | None) -> bool | None:

@@ -178,8 +178,8 @@ class Sweep:
         self.rates = params.get("request_rates") or []
         self.cap = params.get("max_concurrency")
         self.slo = (params.get("slo_ttft_ms"), params.get("slo_tpot_ms"), params.get("slo_e2e_ms"))
-        self.progress = LevelProgress(params.get("progress_file"), len(self.rates or levels))
         self.repeats = params.get("repeats") or 1
+        self.progress = LevelProgress(params.get("progress_file"), len(self.rates or levels), self.repeats)
         self.plan = [(None, r) for r in self.rates] if self.rates else [(lv, None) for lv in levels]
         self.passes = bool(params.get("category_passes"))
         self.expected = (params["output_len"] if self.ratio == 1.0 and params.get("ignore_eos", True)
@@ -193,7 +193,7 @@ class Sweep:
         n = self.params.get("requests_per_level") or default_requests(size)
         default_w = (self.cap or 0) if rate else level
         w = default_w if self.params.get("warmup_requests") is None else self.params["warmup_requests"]
-        runs = [self.repeat(index, level, rate, n, w) for unused_repeat in range(self.repeats)]
+        runs = [self.repeat(index, level, rate, n, w, r) for r in range(self.repeats)]
         lv = runs[0] if self.repeats == 1 else combine(runs)
         self.progress.level_end(index, lv)
         if self.passes:
@@ -201,10 +201,10 @@ class Sweep:
                 lv["categories"][category] = self.category_pass(index, level, rate, n, w, lv, category)
         return lv
 
-    def repeat(self, index: int, level: int | None, rate: float | None, n: int, w: int) -> dict:
-        """The record of one repeat of a level: W warm-up and N counted requests, timed."""
+    def repeat(self, index: int, level: int | None, rate: float | None, n: int, w: int, r: int = 0) -> dict:
+        """The record of repeat R of a level: W warm-up and N counted requests, timed."""
         items, bodies = self.bodies(n, w)
-        self.progress.level_start(index, level, rate, w + n)
+        self.progress.level_start(index, level, rate, *_sent(items, n, w), repeat=r)
         lv, records = self.timed(bodies, level, rate, w, index)
         lv["categories"] = by_category(records, items, w)
         self.writer.level(index, lv, records, items, w)
@@ -216,7 +216,7 @@ class Sweep:
         items, the level's size: its tok/s, and its acceptance from the counters where the
         engine answers none per request."""
         items = self.workload.of_category(category).items_for(n, w)
-        self.progress.pass_start(index, level, rate, category, w + n)
+        self.progress.pass_start(index, level, rate, category, *_sent(items, n, w))
         alone, records = self.timed(self.jobs(items), level, rate, w, index)
         return with_pass(lv["categories"][category], alone, (by_category(records, items, w) or {}).get(category))
 
@@ -361,15 +361,19 @@ def server_rate(before: dict | None, after: dict | None, lv: dict) -> dict:
 
 
 class LevelProgress:
-    """One line per level start and end, appended to a file on the host (tail -f it)."""
+    """One line per level (and repeat) start and end, appended to a file on the host (tail -f
+    it). A start line splits what it sends into warm-up and counted requests, so the counted
+    ones agree with the end line's "M/M ok" (summed over the repeats)."""
 
-    def __init__(self, path: str | None, total: int) -> None:
+    def __init__(self, path: str | None, total: int, repeats: int = 1) -> None:
         self.path = os.path.abspath(os.path.expanduser(path)) if path else None
         self.total = total
+        self.repeats = repeats
         if self.path:
             try:
                 with open_owned(self.path, "w") as f:
-                    f.write("%s llm_benchmark: %d levels\n" % (_now(), total))
+                    f.write("%s llm_benchmark: %d levels%s\n" % (
+                        _now(), total, ", %d repeats each" % repeats if repeats > 1 else ""))
             except OSError as exc:  # before any load is sent: fail now, with the reason
                 raise InvalidInput("cannot write progress_file %s: %s" % (self.path, exc))
 
@@ -385,18 +389,38 @@ class LevelProgress:
     def _name(level, rate):
         return "rate %g req/s" % rate if rate else "concurrency %d" % level
 
-    def level_start(self, index: int, level: int | None, rate: float | None, requests: int) -> None:
-        name = self._name(level, rate)
-        self._line("level %d/%d %s: %d requests sent..." % (index + 1, self.total, name, requests))
+    @staticmethod
+    def _sent(counted: int, warmup: int) -> str:
+        return "%d requests sent (%d warm-up, %d counted)..." % (warmup + counted, warmup, counted)
 
-    def pass_start(self, index: int, level: int | None, rate: float | None, category: str, requests: int) -> None:
-        self._line("level %d/%d %s, category %s alone: %d requests sent..."
-                   % (index + 1, self.total, self._name(level, rate), category, requests))
+    def level_start(self, index: int, level: int | None, rate: float | None, counted: int, warmup: int = 0,
+                    repeat: int = 0) -> None:
+        name = self._name(level, rate)
+        which = ", repeat %d/%d" % (repeat + 1, self.repeats) if self.repeats > 1 else ""
+        self._line("level %d/%d %s%s: %s" % (index + 1, self.total, name, which, self._sent(counted, warmup)))
+
+    def pass_start(self, index: int, level: int | None, rate: float | None, category: str, counted: int,
+                   warmup: int = 0) -> None:
+        self._line("level %d/%d %s, category %s alone: %s"
+                   % (index + 1, self.total, self._name(level, rate), category, self._sent(counted, warmup)))
 
     def level_end(self, index: int, lv: dict) -> None:
-        self._line("level %d/%d %s: done in %ss, %s/%s ok, %s tok/s, TTFT p50 %s ms, TPOT p50 %s ms" % (
+        over = " over %d repeats" % self.repeats if self.repeats > 1 else ""
+        self._line("level %d/%d %s: done in %ss, %s/%s ok%s, %s tok/s, TTFT p50 %s ms, TPOT p50 %s ms" % (
             index + 1, self.total, self._name(lv["concurrency"], lv["request_rate"]), lv["level_span_s"],
-            lv["completed"], lv["requests"], lv["output_tok_s"], lv["ttft_ms"]["p50"], lv["tpot_ms"]["p50"]))
+            lv["completed"], lv["requests"], over, lv["output_tok_s"], lv["ttft_ms"]["p50"], lv["tpot_ms"]["p50"]))
+
+
+def _sent(items: list | None, n: int, w: int) -> tuple:
+    """(counted, warm-up) requests a pass sends: a conversation's every turn is a request, so
+    a workload of conversations sends more requests than items (the end line counts turns)."""
+    if not items:
+        return n, w
+    return _turns(items[w:]), _turns(items[:w])
+
+
+def _turns(items: list) -> int:
+    return sum(1 + len(getattr(item, "followups", None) or ()) for item in items)
 
 
 def _now():

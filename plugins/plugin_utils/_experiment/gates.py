@@ -12,9 +12,14 @@ _report/merge.side_summary, so a gate means what the report's tables show:
   max_ttft_p99_ms        the highest TTFT p99 of any level
   max_tpot_p99_ms        the highest TPOT p99 of any level
   max_failed_requests    failed counted requests, all levels together
+  min_goodput_fraction   the lowest, over the levels, share of counted requests that met every goodput
+                         SLO the benchmark gave (slo_ttft_ms, slo_tpot_ms, slo_e2e_ms)
+  per_category           per workload category, min_acceptance_length (pooled over the levels, as the
+                         report's category table), max_ttft_p99_ms and max_tpot_p99_ms (the highest of
+                         the category's p99 at any level); each entry named per_category.CATEGORY.GATE
   throttled              false: no level may have run on throttled GPUs (levels[].throttled)
   min_tokens_per_joule   the lowest output tokens per joule of any level (levels[].output_tokens_per_joule)
-The last two need llm_benchmark's GPU telemetry (docs/telemetry.md): without it the figure is missing.
+throttled and min_tokens_per_joule need llm_benchmark's GPU telemetry (docs/telemetry.md): without it the figure is missing.
 A figure that is missing fails its gate and says why, except the acceptance length of a variant
 without speculative settings, which is not applicable (passes). A level where nothing completed
 has no figure: a gate on TTFT, TPOT or acceptance fails there, never takes the maximum or the
@@ -24,6 +29,7 @@ mean of the other levels.
 from __future__ import annotations
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import side_summary
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.workload import pooled_accept
 
 # Each gate's figure, as the report defines it (docs/playbooks.md shows this table, generated).
 GATE_DOCS = {
@@ -41,7 +47,15 @@ GATE_DOCS = {
                  "telemetry fails it; true: not checked",
     "min_tokens_per_joule": "the lowest output tokens per joule of any level (llm_benchmark's telemetry), at "
                             "least this (a level without the figure fails it)",
+    "min_goodput_fraction": "the share of counted requests that met every goodput SLO of the benchmark "
+                            "(slo_ttft_ms, slo_tpot_ms, slo_e2e_ms), at every level (all repeats together), at "
+                            "least this, from 0 to 1 (fails when the benchmark gave no SLO)",
+    "per_category": "gates per workload category, {CATEGORY: {GATE: LIMIT}} with GATE one of "
+                    "min_acceptance_length (the category's, pooled over the levels), max_ttft_p99_ms and "
+                    "max_tpot_p99_ms (the category's highest p99 of any level); a category without a request "
+                    "fails its gates",
 }
+CATEGORY_GATES = ("min_acceptance_length", "max_ttft_p99_ms", "max_tpot_p99_ms")
 GATE_NAMES = tuple(GATE_DOCS)
 SPEEDUP_KEYS = ("value", "levels")
 
@@ -61,11 +75,34 @@ def problems(gates):
         elif name == "throttled":
             if not isinstance(limit, bool):
                 out.append(((name,), "must be true or false (false: no level may be throttled), not %r" % (limit,)))
+        elif name == "per_category":
+            out += _category_problems(limit)
         elif name == "max_failed_requests":
             if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0):
                 out.append(((name,), "must be a whole number of requests, 0 or more, not %r" % (limit,)))
+        elif name == "min_goodput_fraction":
+            if not (_number(limit) and 0 <= limit <= 1):
+                out.append(((name,), "must be a number from 0 to 1 (a share of the requests), not %r" % (limit,)))
         elif not (_number(limit) and limit >= 0):
             out.append(((name,), "must be a number, 0 or more, not %r" % (limit,)))
+    return out
+
+
+def _category_problems(limit):
+    if not isinstance(limit, dict) or not limit:
+        return [(("per_category",), "must be a mapping {CATEGORY: {GATE: LIMIT}}, not %r" % (limit,))]
+    out = []
+    for category, gates in limit.items():
+        if not isinstance(gates, dict) or not gates:
+            out.append((("per_category", category), "must be a mapping of gates (%s), not %r"
+                        % (", ".join(CATEGORY_GATES), gates)))
+            continue
+        for gate, value in gates.items():
+            if gate not in CATEGORY_GATES:
+                out.append((("per_category", category, gate), "unknown per-category gate; the per-category gates: %s"
+                            % ", ".join(CATEGORY_GATES)))
+            elif not (_number(value) and value >= 0):
+                out.append((("per_category", category, gate), "must be a number, 0 or more, not %r" % (value,)))
     return out
 
 
@@ -104,7 +141,22 @@ def _closed(summary):
 
 def _entry(gate, limit, value, passed, detail, level=None):
     return {"gate": gate, "level": level, "limit": limit,
-            "value": round(value, 3) if _number(value) else value, "passed": bool(passed), "detail": detail}
+            "value": shown(value, limit) if _number(value) else value, "passed": bool(passed), "detail": detail}
+
+
+def shown(value, limit, digits=3, most=9):
+    """VALUE rounded to DIGITS decimals, or to more (up to MOST) where fewer would read as LIMIT
+    or as a round number it is not: a speed-up of 682.376/682.502 is 0.9998, never "1", so
+    a gate that failed by a hair does not show the limit it missed."""
+    value = float(value)
+    for d in range(digits, most + 1):
+        out = round(value, d)
+        if out != value and _number(limit) and out == float(limit):
+            continue
+        if out == round(out) and out != value:
+            continue
+        return out
+    return value
 
 
 def _nothing_completed(summary, gate, limit, what):
@@ -177,6 +229,55 @@ def _speedup(summary, ref_summary, limit, reference_name):
     return out or [_entry("min_speedup", value, None, False, "no concurrency level measured on both sides")]
 
 
+def _per_category(record, limits):
+    """per_category: each category's gates on its figures over the levels (llm_benchmark's levels[].categories)."""
+    levels = [lv for lv in record["bench"]["levels"] if isinstance(lv, dict)]
+    out = []
+    for category, gates in limits.items():
+        figs = [(lv.get("concurrency"), lv["categories"][category]) for lv in levels
+                if category in (lv.get("categories") or {})]
+        for gate, limit in gates.items():
+            name = "per_category.%s.%s" % (category, gate)
+            if not figs:
+                out.append(_entry(name, limit, None, False, "no request of category %s in the benchmark result"
+                                  % category))
+            elif gate == "min_acceptance_length":
+                if not record.get("speculative"):
+                    out.append(_entry(name, limit, None, True, "not applicable: the variant has no speculative settings"))
+                    continue
+                value = pooled_accept(levels, category)
+                out.append(_entry(name, limit, value, value is not None and value >= limit,
+                                  "category %s's acceptance length, pooled over the levels" % category
+                                  if value is not None else "no acceptance length of category %s" % category))
+            else:
+                key = "ttft_ms" if gate == "max_ttft_p99_ms" else "tpot_ms"
+                rows = [(conc, (fig.get(key) or {}).get("p99")) for conc, fig in figs]
+                rows = [(conc, v) for conc, v in rows if v is not None]
+                if not rows:
+                    out.append(_entry(name, limit, None, False, "no %s p99 of category %s" % (key[:4].upper(), category)))
+                    continue
+                conc, worst = max(rows, key=lambda row: row[1])
+                out.append(_entry(name, limit, worst, worst <= limit, "category %s's highest %s p99 at concurrency %s"
+                                  % (category, key[:4].upper(), conc)))
+    return out
+
+
+def _goodput(record, limit):
+    """min_goodput_fraction: the level whose share of counted requests within the SLOs is lowest."""
+    levels = record["bench"]["levels"]
+    if all(lv.get("goodput_requests") is None for lv in levels):
+        return _entry("min_goodput_fraction", limit, None, False,
+                      "no goodput: the benchmark gave no SLO (benchmark: slo_ttft_ms, slo_tpot_ms or slo_e2e_ms)")
+    rows = [(float(lv.get("goodput_requests") or 0) / lv["requests"], lv) for lv in levels if lv.get("requests")]
+    if not rows:
+        return _entry("min_goodput_fraction", limit, None, False, "no counted request in the benchmark result")
+    share, worst = min(rows, key=lambda row: row[0])
+    return _entry("min_goodput_fraction", limit, share, share >= limit,
+                  "lowest share within the SLOs at concurrency %s: %s of %s requests"
+                  % (worst.get("concurrency"), worst.get("goodput_requests") or 0, worst["requests"]),
+                  worst.get("concurrency"))
+
+
 def evaluate(variant_record, reference_record, gates, reference_name="the reference"):
     """[{gate, level, limit, value, passed, detail}] for each gate of GATES, in GATE_NAMES order."""
     summary = _levels(variant_record)
@@ -206,6 +307,10 @@ def evaluate(variant_record, reference_record, gates, reference_name="the refere
             out.append(_throttled(summary, limit))
         elif gate == "min_tokens_per_joule":
             out.append(_least_tokens_per_joule(summary, limit))
+        elif gate == "min_goodput_fraction":
+            out.append(_goodput(variant_record, limit))
+        elif gate == "per_category":
+            out += _per_category(variant_record, limit)
         else:
             out.append(_entry(gate, limit, summary["failed"], summary["failed"] <= limit,
                               "failed counted requests, all levels"))

@@ -302,6 +302,9 @@ def load(path, hosts, max_variants_default=32, confirm=False):
     limit = _flag(src, data, "max_variants", max_variants_default,
                   lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a whole number above 0")
     confirm_large = _flag(src, data, "confirm_large", False, lambda v: isinstance(v, bool), "true or false")
+    category_level = _flag(src, data, "category_level", None,
+                           lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0),
+                           "a concurrency level, a whole number above 0")
     top_bench = _benchmark(src, ("benchmark",), data.get("benchmark"))
     top_gates = _gate_settings(src, ("gates",), data.get("gates"))
     raw = data.get("variants")
@@ -338,6 +341,7 @@ def load(path, hosts, max_variants_default=32, confirm=False):
         "checksum": src.checksum,
         "reference": reference,
         "spread": spread,
+        "category_level": category_level,
         "gates": top_gates,
         "variants": [{k: v[k] for k in VARIANT_FIELDS} for v in variants],
         "assignments": assign(names, hosts, spread),

@@ -19,6 +19,7 @@ import json
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import gates as _gates
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import store
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import unmodelled as _unmodelled
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as _compare
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as md
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.compare_plot import render_png
@@ -146,20 +147,23 @@ def _lines(report, rows, spread_group):
     return out
 
 
-def build(experiment, records_by_host, dest_dir, title, check_mode=False):
+def build(experiment, records_by_host, dest_dir, title, check_mode=False, simulator_models=None):
     """Write the report; {markdown, json_path, markdown_path, plot_path, lines, failures, gate_failures,
-    changed, notes, report}."""
+    changed, notes, report}. SIMULATOR_MODELS ({engine: [flags]}, a simulated fleet's): a note per
+    variant with settings the simulator does not model (unmodelled.py)."""
     recs = _records(experiment, json.loads(json.dumps(records_by_host or {})))
     names = [v["name"] for v in experiment["variants"]]
-    report = _compare.compare(_groups(experiment, recs), title, experiment["reference"], names, named=names)
+    report = _compare.compare(_groups(experiment, recs), title, experiment["reference"], names, named=names,
+                              category_level=experiment.get("category_level"))
     rows = gate_rows(experiment, recs)
     report["failures"] = failures(experiment, recs)
     report["gates"] = rows
     report["gate_failures"] = [_gates.failure_text(r["host"], r["variant"], r) for r in rows if not r["passed"]]
     report["experiment"] = {k: experiment[k] for k in ("name", "file", "checksum", "reference", "spread",
                                                        "assignments")}
+    report["notes"] = list(report.get("notes") or []) + _unmodelled.notes(experiment, simulator_models)
     out = write_report(report, dest_dir, BASENAME, _markdown(experiment, rows), render_png, check_mode=check_mode)
-    out["lines"] = _lines(report, rows, experiment["spread"])
+    out["lines"] = _lines(report, rows, experiment["spread"]) + _compare.category_warning_lines(report)
     out["failures"] = list(report["failures"])
     out["gate_failures"] = list(report["gate_failures"])
     return out
@@ -168,7 +172,7 @@ def build(experiment, records_by_host, dest_dir, title, check_mode=False):
 EXPERIMENT_KEYS = ("name", "file", "checksum", "reference", "spread", "variants", "assignments")
 
 
-def from_results(experiment, results_dir, dest_dir, title="", check_mode=False):
+def from_results(experiment, results_dir, dest_dir, title="", check_mode=False, simulator_models=None):
     """build() over the records under RESULTS_DIR whose settings are the experiment's; records of
     changed settings are left out with a note. Title: 'Experiment NAME' unless given."""
     missing = [k for k in EXPERIMENT_KEYS if k not in (experiment or {})]
@@ -177,7 +181,7 @@ def from_results(experiment, results_dir, dest_dir, title="", check_mode=False):
                            % ", ".join(missing))
     found = store.scan(results_dir, experiment)
     out = build(experiment, found["recorded"], dest_dir, title or "Experiment %s" % experiment["name"],
-                check_mode=check_mode)
+                check_mode=check_mode, simulator_models=simulator_models)
     out["notes"] += found["problems"] + ["%s %s: recorded with other settings, left out (run the experiment "
                                          "again to measure it)" % (host, name)
                                          for host, names in found["stale"].items() for name in names]

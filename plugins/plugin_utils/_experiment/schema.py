@@ -35,6 +35,9 @@ TOP_FORMAT = {
                        "false (default): every host runs every variant"),
     "max_variants": ("int", "the most variants a file may expand to without confirmation (default 32)"),
     "confirm_large": ("bool", "run more than max_variants (as the playbook's experiment_confirm)"),
+    "category_level": ("int", "the concurrency the per-category table compares (default: the lowest at which every "
+                              "variant has per-category figures); one not measured on every side falls back to "
+                              "that, with a warning"),
     "benchmark": ("dict", "llm_benchmark settings shared by every variant (keys below)"),
     "gates": ("dict", "limits every variant must meet (gates below); the reference is never gated on speed-up"),
     "variants": ("list", "required: the variants (keys below), in the order each host runs them"),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
@@ -41,11 +40,14 @@ class ReportAction(ActionBase):
         unused, args = self.validate_argument_spec(argument_spec=self.argument_spec,
                                                    mutually_exclusive=self.mutually_exclusive,
                                                    required_one_of=self.required_one_of)
+        # A failed result, not a raised AnsibleActionFail: ansible-core 2.19 shows a raised error
+        # three times (the error, its cause, the fatal line), a failed result twice (the error and
+        # the fatal line).
         try:
             out = self.build(args, bool(self._task.check_mode))
         except GpuFleetError as exc:
-            raise AnsibleActionFail(exc.msg)
+            return dict(result, failed=True, msg=exc.msg)
         except OSError as exc:
-            raise AnsibleActionFail("cannot write under %s: %s" % (args[self.dir_option], exc))
+            return dict(result, failed=True, msg="cannot write under %s: %s" % (args[self.dir_option], exc))
         result.update(out)
         return result

@@ -42,6 +42,8 @@ def report_lines(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = 
     return out
 
 
-def not_ok(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = (), ok: str = "ok") -> list:
-    """Hosts whose outcome is not OK (in play order), then the MISSING ones."""
-    return [r["host"] for r in results if r.get("outcome") != ok] + list(missing)
+def not_ok(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = (), ok: Any = "ok") -> list:
+    """Hosts whose outcome is not OK (one outcome, or a list of them; in play order), then the
+    MISSING ones."""
+    good = [ok] if isinstance(ok, str) else list(ok)
+    return [r["host"] for r in results if r.get("outcome") not in good] + list(missing)

@@ -176,9 +176,11 @@ def _fleet(hosts, variants, reference, notes):
     return out
 
 
-def compare(records, title="Engine comparison", reference=_registry.DEFAULT, variants=None, named=()):
+def compare(records, title="Engine comparison", reference=_registry.DEFAULT, variants=None, named=(),
+            category_level=None):
     """The report dict: per host and variant the outcome, figures, ratios; the fleet's; notes.
-    NAMED: variant names known elsewhere (an experiment's), accepted without a record."""
+    NAMED: variant names known elsewhere (an experiment's), accepted without a record.
+    CATEGORY_LEVEL: the concurrency the per-category table compares (workload.categories)."""
     hosts, order, notes = normalise(records)
     if not hosts:
         raise InvalidInput("records is empty")
@@ -202,7 +204,7 @@ def compare(records, title="Engine comparison", reference=_registry.DEFAULT, var
     categories = {}
     for host, by_variant in hosts.items():
         named = [(name, by_variant[name].pop("_levels")) for name in variants if name in by_variant]
-        categories[host] = wl.categories(named, reference)
+        categories[host] = wl.categories(named, reference, level=category_level)
     return {
         "title": title,
         "reference": reference,
@@ -261,6 +263,13 @@ def _workload_lines(report):
     return ["## Workload", ""] + wl.workload_lines(named) + [""] if named else []
 
 
+def category_warning_lines(report):
+    """'HOST: WARNING: ...' for each per-category warning (workload.category_warnings), for the
+    play's closing output; the report shows the same above each host's category table."""
+    return ["%s: %s" % (host, w) for host in sorted(report.get("categories") or {})
+            for w in (report["categories"][host] or {}).get("warnings") or []]
+
+
 def host_lines(report):
     """One line per host and variant, in the order run, for the playbook's closing output."""
     out = []
@@ -284,9 +293,9 @@ def host_lines(report):
     return out
 
 
-SUMMARY_HEAD = ("| host | variant | outcome | single-stream tok/s | x ref | peak tok/s (at) | x ref | "
-                "TTFT p50 at 1 / peak (ms) | TPOT p50 at 1 / peak (ms) | x ref | ITL p50 at 1 (ms) | "
-                "accept len | GPUs free after |")
+SUMMARY_HEAD = ("| host | variant | outcome | single-stream tok/s ↑ | x ref ↑ | peak tok/s (at) ↑ | x ref ↑ | "
+                "TTFT p50 at 1 / peak (ms) ↓ | TPOT p50 at 1 / peak (ms) ↓ | TPOT x ref ↓ | ITL p50 at 1 (ms) ↓ | "
+                "accept len ↑ | GPUs free after |")
 SUMMARY_SEP = "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 
 
@@ -309,7 +318,7 @@ def _level_table(report):
     by = {n: {level_key(r): r for r in fleet[n]["summary"]["levels"]} for n in names}
     keys = sorted({k for n in names for k in by[n]})
     head = "| concurrency |" + "".join(" %s tok/s |" % md_text(n) for n in names) \
-        + "".join(" %s/%s |" % (md_text(n), md_text(ref)) for n in names if n != ref)
+        + "".join(" %s/%s ↑ |" % (md_text(n), md_text(ref)) for n in names if n != ref)
     sep = "| ---: |" + " ---: |" * (len(names) + len([n for n in names if n != ref]))
     out = [head, sep]
     for key in keys:
@@ -351,8 +360,8 @@ def render(report, plot_note=None, plot_name=None):
         if entry["summary"]:
             lines.append(_summary_row("**fleet** (%d hosts)" % len(entry["hosts"]), md_text(name), "ok",
                                       entry["figures"], entry["ratio"], md.DASH))
-    lines += ["", "x ref: single-stream and peak tok/s divided by %s's on the same host; TPOT x ref: TPOT p50 at "
-              "concurrency 1 divided by %s's (below 1 is faster). Fleet tok/s is the sum over hosts at each "
+    lines += ["", md.ARROWS + " x ref: single-stream and peak tok/s divided by %s's on the same host (above 1 is "
+              "faster); TPOT x ref: TPOT p50 at concurrency 1 divided by %s's (below 1 is faster). Fleet tok/s is the sum over hosts at each "
               "concurrency; fleet latencies are per host only. Accept len: %s, from the server's counters; "
               "none without EAGLE-3. "
               "GPUs free after: GPUs that NVML showed free after the variant's teardown. "

@@ -21,6 +21,10 @@ def _num(x, digits=1):
 num = _num  # the same, for the other renderers (compare.py)
 
 
+# Every table says which way is better in its headers; this line says what the arrows mean.
+ARROWS = "↑: higher is better; ↓: lower is better."
+
+
 def _ratio(x):
     return DASH if x is None else "%.2fx" % x
 
@@ -52,13 +56,13 @@ def _level_table(entry, labels, ttft=True):
     by = {side: {level_key(r): r for r in (entry[side] or {"levels": []})["levels"]}
           for side in ("baseline", "candidate")}
     ratio = {level_key(r): r["ratio"] for r in entry.get("ratio") or []}
-    head = "| concurrency | %s tok/s | %s tok/s | %s/%s |" % (
+    head = "| concurrency | %s tok/s ↑ | %s tok/s ↑ | %s/%s tok/s ↑ |" % (
         labels["baseline"], labels["candidate"], labels["candidate"], labels["baseline"])
     sep = "| ---: | ---: | ---: | ---: |"
     if ttft:
-        head += " %s TTFT p50 (ms) | %s TTFT p50 (ms) |" % (labels["baseline"], labels["candidate"])
+        head += " %s TTFT p50 (ms) ↓ | %s TTFT p50 (ms) ↓ |" % (labels["baseline"], labels["candidate"])
         sep += " ---: | ---: |"
-    head += " %s accept len |" % labels["candidate"]
+    head += " %s accept len ↑ |" % labels["candidate"]
     sep += " ---: |"
     out = [head, sep]
     for lv in levels:
@@ -123,8 +127,8 @@ def _q(row, name):
     return "%s%s / %s%s" % (mark, _num(p50), mark, _num(p99))
 
 
-LATENCY_HEAD = ("| level | variant | tok/s | tok/J | server tok/s (client/counter) | req/s | goodput req/s | "
-                "TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | ITL p50 / p99 (ms) | E2E p50 / p99 (ms) |")
+LATENCY_HEAD = ("| level | variant | tok/s ↑ | tok/J ↑ | server tok/s (client/counter) ↑ | req/s ↑ | goodput req/s ↑ | "
+                "TTFT p50 / p99 (ms) ↓ | TPOT p50 / p99 (ms) ↓ | ITL p50 / p99 (ms) ↓ | E2E p50 / p99 (ms) ↓ |")
 LATENCY_SEP = "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 # After a level's tok/J when a GPU was throttled during it (llm_benchmark's levels[].throttled).
 THROTTLED_MARK = " THROTTLED"
@@ -183,8 +187,8 @@ def render(report, plot_note=None, plot_name=None):
     lines += _workload_lines(report)
     lines += [
         "## Summary", "",
-        "| host | variant | single-stream tok/s | peak tok/s | peak concurrency | "
-        "TTFT p50 / p99 at 1 (ms) | TTFT p50 / p99 at peak (ms) | accept len | failed |",
+        "| host | variant | single-stream tok/s ↑ | peak tok/s ↑ | peak concurrency | "
+        "TTFT p50 / p99 at 1 (ms) ↓ | TTFT p50 / p99 at peak (ms) ↓ | accept len ↑ | failed ↓ |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for host in sorted(report["hosts"]):
@@ -208,8 +212,9 @@ def render(report, plot_note=None, plot_name=None):
             lines += wl.category_table(report["hosts"][host]["categories"], report["labels"])
         lines += ["", "### %s: latency by level" % md_text(host), ""]
         lines += _latency_table(report["hosts"][host], labels)
-    lines += ["", "ITL marked ~ is an estimate (the server sent no per-chunk usage). "
-              "Definitions: docs/benchmark.md."]
+    lines += ["", ARROWS + " ITL marked ~ is an estimate (the server sent no per-chunk usage). "
+              "Server tok/s (client/counter): the server's own counter of output tokens, in brackets the client's "
+              "count divided by it (1 when they agree). Definitions: docs/benchmark.md."]
     lines.append("")
     if plot_name:
         lines += ["![throughput against concurrency](%s)" % plot_name, ""]

@@ -8,7 +8,7 @@ the teardown part of a variant's record, and the plan a host shows before anythi
 from __future__ import annotations
 
 import shlex
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 
 def teardown_record(release: Any, halt: str = "", stop_error: str = "", kept: bool = False) -> dict:
@@ -57,3 +57,14 @@ def plan_lines(planned: list, host: str, experiment: Mapping[str, Any]) -> list:
         lines.append("%d. %s [%s] %s on %s%s" % (number, name, state, plan.get("engine"), _gpus(plan), running))
         lines.append("   " + shlex.join(str(a) for a in plan.get("argv") or []))
     return lines
+
+
+def plan_block(plans: Mapping[str, Any], hosts: Iterable[str]) -> list:
+    """Every host's plan (plan_lines) in one block, in HOSTS' order, as check mode prints it once
+    at the end: hosts planned under `strategy: free` would interleave their lines otherwise. A
+    host without a plan (its planning failed, its error is above) says so."""
+    out = []
+    for host in hosts:
+        lines = plans.get(host)
+        out += list(lines) if isinstance(lines, list) and lines else ["%s: no plan (its error is above)" % host]
+    return out

@@ -166,19 +166,60 @@ def tok_s_ratio(fig, ref):
     return round(a / b, 3) if a and b else None
 
 
-def categories(named, reference):
+# A category with fewer counted requests than this at the compared level gets a warning: its
+# percentiles and acceptance rest on too few requests to compare.
+MIN_CATEGORY_REQUESTS = 10
+
+
+def categories(named, reference, level=None, min_requests=MIN_CATEGORY_REQUESTS):
     """The per-category comparison of NAMED ([(label, levels)]) against the label REFERENCE:
-    {"concurrency": C, "variants": {label: {category: figures + speedup}}}; None without categories."""
-    conc = common_level([levels for _label, levels in named])
+    {"concurrency": C, "variants": {label: {category: figures + speedup}}, "warnings": [...]};
+    None without categories. LEVEL (category_level) chooses the concurrency where every side
+    has per-category figures there; else (and with a warning when LEVEL was not measured) the
+    lowest common one. A warning names each category with fewer than MIN_REQUESTS requests at
+    that level and each one seen at another level but missing there."""
+    sides = [levels for _label, levels in named]
+    warnings = []
+    conc = common_level(sides)
     if conc is None:
         return None
+    if level is not None:
+        if all(level in _closed_levels(levels) for levels in sides if levels):
+            conc = level
+        else:
+            warnings.append("WARNING: category_level %s has no per-category figures on every side; compared at "
+                            "concurrency %s instead" % (level, conc))
     figs = {label: category_figures(levels, conc) for label, levels in named if levels}
+    warnings += category_warnings(named, figs, conc, min_requests)
     ref = figs.get(reference) or {}
     for label, by_cat in figs.items():
         for category, fig in by_cat.items():
             fig["speedup"] = speedup(fig, ref.get(category)) if label != reference else None
             fig["tok_s_ratio"] = tok_s_ratio(fig, ref.get(category)) if label != reference else None
-    return {"concurrency": conc, "reference": reference, "variants": figs}
+    return {"concurrency": conc, "reference": reference, "variants": figs, "warnings": warnings}
+
+
+def category_warnings(named, figs, conc, min_requests=MIN_CATEGORY_REQUESTS):
+    """The warnings of a per-category comparison at concurrency CONC: categories with fewer than
+    MIN_REQUESTS counted requests there (on any side), and categories that some level of some
+    side measured but CONC lacks (on any side)."""
+    seen = sorted({c for _label, levels in named for lv in _closed_levels(levels).values() for c in lv["categories"]})
+    few, missing = {}, []
+    for category in seen:
+        counts = [by.get(category, {}).get("requests") for by in figs.values()]
+        if any(n is None for n in counts):
+            missing.append(category)
+        elif min(counts) < min_requests:
+            few[category] = min(counts)
+    out = []
+    if few:
+        out.append("WARNING: fewer than %d requests at concurrency %s in %s: too few to compare; raise "
+                   "requests_per_level or choose another level (category_level)"
+                   % (min_requests, conc, ", ".join("%s (%d)" % (c, n) for c, n in few.items())))
+    if missing:
+        out.append("WARNING: no request at concurrency %s in %s (measured at another level): choose a level where "
+                   "every category ran (category_level) or raise requests_per_level" % (conc, ", ".join(missing)))
+    return out
 
 
 def _num(x, digits=1):
@@ -204,11 +245,11 @@ def category_table(table, titles=None):
     passes = any(f.get("output_tok_s") is not None for f in figs)
     head = "| category | requests |" + "".join(" %s accept len |" % shown[n] for n in labels) \
         + "".join(" %s TTFT / TPOT p50 (ms) |" % shown[n] for n in labels) \
-        + "".join(" %s speed-up |" % shown[n] for n in others)
+        + "".join(" %s speed-up ↑ |" % shown[n] for n in others)
     columns = 2 * len(labels) + len(others)
     if passes:
         head += "".join(" %s tok/s |" % shown[n] for n in labels) \
-            + "".join(" %s tok/s x %s |" % (shown[n], shown[ref]) for n in others)
+            + "".join(" %s tok/s x %s ↑ |" % (shown[n], shown[ref]) for n in others)
         columns += len(labels) + len(others)
     sep = "| --- | ---: |" + " ---: |" * columns
     intro = ("Per category at concurrency %d (acceptance: over all levels). Speed-up: %s's TPOT p50 over the "
@@ -222,7 +263,8 @@ def category_table(table, titles=None):
     if any(src.startswith("pass_") for f in figs for src in f.get("accept_sources") or []):
         intro += (" Acceptance marked * is from the server's counters around the category's own pass (the engine "
                   "gives none per request).")
-    out = [intro, "", head, sep]
+    out = [intro, ""] + [md_text(w) for w in table.get("warnings") or []] \
+        + ([""] if table.get("warnings") else []) + [head, sep]
     for cat in cats:
         row = {n: table["variants"][n].get(cat) or {} for n in labels}
         # The reference's count; a variant without a result (a failed one) has no row.

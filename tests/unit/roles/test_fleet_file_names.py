@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name, open_owned
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import store
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.follow import progress_file
 from tests.support.paths import REPO
 
 ROLE = pathlib.Path(REPO) / "roles" / "_fleet"
@@ -46,13 +47,17 @@ ENV.filters.update({"gpufleet.serving.file_name": file_name, "realpath": os.path
 
 
 def render(text, **names):
-    text = text.replace("gpufleet.serving.file_name", "file_name")
+    text = text.replace("gpufleet.serving.file_name", "file_name").replace("gpufleet.serving.progress_file",
+                                                                           "progress_file")
     ENV.filters["file_name"] = file_name
+    ENV.filters["progress_file"] = progress_file
     return ENV.from_string(text).render(omit="__omit__", fleet_bench_progress_file="", **names).strip()
 
 
 def test_the_role_names_its_files_through_file_name():
-    for text in EXPRESSIONS.values():
+    # The progress file's name goes through file_name inside the progress_file filter.
+    assert "gpufleet.serving.progress_file(inventory_hostname, fleet_bench_label" in EXPRESSIONS["progress"]
+    for text in (EXPRESSIONS["records"], EXPRESSIONS["records_to"]):
         assert "inventory_hostname | gpufleet.serving.file_name" in text
     assert "fleet_bench_label | gpufleet.serving.file_name" in EXPRESSIONS["records"]
     assert "fleet_bench_label | gpufleet.serving.file_name" in EXPRESSIONS["records_to"]

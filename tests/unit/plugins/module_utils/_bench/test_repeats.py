@@ -27,12 +27,19 @@ def test_t_quantiles(df, t):
     assert rp.t975(df) == t
 
 
-def test_combine_keeps_the_first_run_and_means_tok_s_and_acceptance():
-    runs = [{"concurrency": 1, "output_tok_s": tps, "ttft_ms": {"p50": ttft}, "accept_length": acc, "completed": 8}
-            for tps, ttft, acc in ((100.0, 20.0, 3.0), (110.0, 22.0, 3.2), (120.0, 24.0, 3.4))]
+def test_combine_means_tok_s_acceptance_and_every_runs_latency():
+    runs = [{"concurrency": 1, "output_tok_s": tps, "ttft_ms": {"p50": ttft, "p99": 2 * ttft},
+             "tpot_ms": {"p50": ttft / 2, "p99": None if ttft == 24.0 else ttft}, "accept_length": acc,
+             "completed": 8, "requests": 8, "goodput_requests": good, "goodput_req_s": good / 2.0,
+             "requests_per_s": 4.0}
+            for tps, ttft, acc, good in ((100.0, 20.0, 3.0, 8), (110.0, 22.0, 3.2, 6), (120.0, 24.0, 3.4, 7))]
     level = rp.combine(runs)
     assert level["output_tok_s"] == 110.0 and level["accept_length"] == 3.2
-    assert level["ttft_ms"] == {"p50": 20.0}  # the first run's
+    # Every run's percentile, averaged (a run without one left out), so a latency gate sees every run.
+    assert level["ttft_ms"] == {"p50": 22.0, "p99": 44.0}
+    assert level["tpot_ms"] == {"p50": 11.0, "p99": 21.0}
+    assert (level["goodput_requests"], level["requests"], level["goodput_req_s"]) == (21, 24, 3.5)
+    assert level["repeats"]["ttft_p99_ms"]["mean"] == 44.0 and level["repeats"]["tpot_p99_ms"]["n"] == 2
     # s = 10, t(0.975, 2) = 4.303: 110 +- 4.303 * 10 / sqrt(3) = 110 +- 24.843
     assert level["repeats"]["output_tok_s"] == {"n": 3, "mean": 110.0, "low": 85.157, "high": 134.843}
     assert level["repeats"]["n"] == 3 and level["repeats"]["runs"][1]["ttft_p50_ms"] == 22.0

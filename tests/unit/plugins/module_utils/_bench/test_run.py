@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import pytest
 
@@ -40,20 +41,39 @@ def test_random_lengths_follow_the_range_ratio():
     assert br._length(random.Random(1), 3, 0.1) >= 1
 
 
+def test_the_requests_a_pass_sends_count_every_turn():
+    single, conversation = SimpleNamespace(followups=()), SimpleNamespace(followups=["more", "again"])
+    # Warm-up first (W items), then the counted ones; a conversation sends one request a turn.
+    assert br._sent([single, conversation, single], 2, 1) == (4, 1)
+    assert br._sent([conversation, single], 1, 1) == (1, 3)
+    assert br._sent(None, 8, 2) == (8, 2)  # random prompts: one request each
+
+
 def test_progress_lines(tmp_path):
     path = tmp_path / "d" / "p.log"
     prog = br.LevelProgress(str(path), 2)
-    prog.level_start(0, 4, None, 12)
+    prog.level_start(0, 4, None, 8, 4)
     lv = {"concurrency": 4, "request_rate": None, "level_span_s": 1.5, "completed": 8, "requests": 8,
           "output_tok_s": 100.0, "ttft_ms": {"p50": 20.0}, "tpot_ms": {"p50": 10.0}}
     prog.level_end(0, lv)
     prog.level_start(1, None, 2.5, 10)
+    prog.pass_start(1, None, 2.5, "code", 10, 2)
     lines = path.read_text().splitlines()
     assert lines[0].endswith("llm_benchmark: 2 levels")
-    assert lines[1].endswith("level 1/2 concurrency 4: 12 requests sent...")
+    # The counted requests agree with the end line's "M/M ok".
+    assert lines[1].endswith("level 1/2 concurrency 4: 12 requests sent (4 warm-up, 8 counted)...")
     assert "level 1/2 concurrency 4: done in 1.5s, 8/8 ok, 100.0 tok/s, TTFT p50 20.0 ms" in lines[2]
-    assert lines[3].endswith("level 2/2 rate 2.5 req/s: 10 requests sent...")
+    assert lines[3].endswith("level 2/2 rate 2.5 req/s: 10 requests sent (0 warm-up, 10 counted)...")
+    assert lines[4].endswith("level 2/2 rate 2.5 req/s, category code alone: 12 requests sent (2 warm-up, 10 counted)...")
     br.LevelProgress(None, 2).level_start(0, 1, None, 1)  # no file: nothing happens
+    # Repeats are numbered, and the end line says its counts are summed over them.
+    repeated = br.LevelProgress(str(tmp_path / "r.log"), 1, repeats=3)
+    repeated.level_start(0, 4, None, 8, 4, 1)
+    repeated.level_end(0, dict(lv, completed=24, requests=24))
+    lines = (tmp_path / "r.log").read_text().splitlines()
+    assert lines[0].endswith("llm_benchmark: 1 levels, 3 repeats each")
+    assert lines[1].endswith("level 1/1 concurrency 4, repeat 2/3: 12 requests sent (4 warm-up, 8 counted)...")
+    assert "done in 1.5s, 24/24 ok over 3 repeats, " in lines[2]
     (tmp_path / "f").write_text("")
     with pytest.raises(InvalidInput, match="cannot write progress_file"):
         br.LevelProgress(str(tmp_path / "f" / "p.log"), 1)  # its directory is a file

@@ -44,6 +44,69 @@ def test_a_missing_reference_fails_the_speedup(exp, kit):
         assert entry["passed"] is False and entry["value"] is None and "reference base" in entry["detail"]
 
 
+@pytest.mark.parametrize("goods, limit, passed, value, level", [
+    ((60, 48), 0.75, True, 0.75, 64),     # 48 of 64 at the worst level: exactly the limit passes
+    ((60, 47), 0.75, False, 0.734, 64),
+    ((None, None), 0.5, False, None, None),  # no SLO given: no goodput, the gate says why
+])
+def test_min_goodput_fraction_on_the_worst_level(exp, kit, goods, limit, passed, value, level):
+    levels = [dict(kit.level(1, 63.6), goodput_requests=goods[0]), dict(kit.level(64, 2370.0), goodput_requests=goods[1])]
+    entry = _one(gt.evaluate(kit.record(exp, "h1", "base", *levels), None, {"min_goodput_fraction": limit}),
+                 "min_goodput_fraction", level)
+    assert (entry["passed"], entry["value"]) == (passed, value), entry
+    if value is None:
+        assert "no SLO" in entry["detail"] and "slo_ttft_ms" in entry["detail"]
+    else:
+        assert "%d of 64 requests" % goods[1] in entry["detail"]
+    (path, why), = gt.problems({"min_goodput_fraction": 1.5})
+    assert path == ("min_goodput_fraction",) and "from 0 to 1" in why
+
+
+def _cat(tokens, accept, ttft_p99, tpot_p99):
+    return {"requests": 8, "output_tokens": tokens, "accept_length": accept,
+            "ttft_ms": {"p50": ttft_p99 / 2, "p99": ttft_p99}, "tpot_ms": {"p50": tpot_p99 / 2, "p99": tpot_p99}}
+
+
+def test_per_category_gates_on_each_categorys_figures(exp, kit):
+    levels = [dict(kit.level(1, 120.0, accept=3.0), categories={"code": _cat(100, 4.0, 50.0, 8.0),
+                                                                  "chat": _cat(100, 2.0, 60.0, 9.0)}),
+              dict(kit.level(64, 2000.0, accept=2.5), categories={"code": _cat(300, 3.0, 400.0, 20.0)})]
+    rec = kit.record(exp, "h1", "eagle/3", *levels, speculative=True)
+    gates = {"per_category": {"code": {"min_acceptance_length": 3.3, "max_tpot_p99_ms": 25},
+                              "math": {"max_ttft_p99_ms": 100}}}
+    entries = {e["gate"]: e for e in gt.evaluate(rec, None, gates)}
+    # code: 100 tokens at 4.0 (25 steps) and 300 at 3.0 (100 steps): 400 / 125 = 3.2, below 3.3.
+    accept = entries["per_category.code.min_acceptance_length"]
+    assert (accept["value"], accept["passed"]) == (3.2, False)
+    tpot = entries["per_category.code.max_tpot_p99_ms"]
+    assert (tpot["value"], tpot["passed"]) == (20.0, True) and "concurrency 64" in tpot["detail"]
+    math = entries["per_category.math.max_ttft_p99_ms"]
+    assert math["passed"] is False and "no request of category math" in math["detail"]
+
+
+@pytest.mark.parametrize("limit, path, words", [
+    ({"code": {"min_speedup": 2}}, ("per_category", "code", "min_speedup"), "unknown per-category gate"),
+    ({"code": {"max_ttft_p99_ms": -1}}, ("per_category", "code", "max_ttft_p99_ms"), "0 or more"),
+    ({"code": 3}, ("per_category", "code"), "mapping of gates"),
+    ([], ("per_category",), "{CATEGORY: {GATE: LIMIT}}"),
+])
+def test_per_category_gates_refuse_bad_limits(limit, path, words):
+    (got, why), = gt.problems({"per_category": limit})
+    assert got == path and words in why
+
+
+@pytest.mark.parametrize("value, limit, expected", [
+    (682.376 / 682.502, 1, 0.9998),    # never "1": the limit it missed
+    (1.23456, 1.2, 1.235),
+    (2.0, 1, 2.0),
+    (0.9999999999, 1, 0.9999999999),
+    (123.45678, 100, 123.457),
+    (99.99996, 50, 99.99996),          # not a round 100 it is not
+])
+def test_a_gate_value_shows_enough_digits(value, limit, expected):
+    assert gt.shown(value, limit) == expected
+
+
 @pytest.mark.parametrize("gate, limit, levels, value, passed", [
     ("max_ttft_p99_ms", 2000, [dict(conc=1, tok_s=60.0, ttft_p99=500.0), dict(conc=64, tok_s=900.0, ttft_p99=2100.0)],
      2100.0, False),

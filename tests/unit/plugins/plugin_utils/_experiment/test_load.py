@@ -54,6 +54,14 @@ def write(tmp_path, text, name="exp.experiment.yml"):
 def test_a_good_file(tmp_path):
     exp = ld.load(write(tmp_path, GOOD), ["h1"])
     assert exp["name"] == "exp" and exp["reference"] == "tp8" and exp["spread"] is False
+    assert exp["category_level"] is None
+    # The goodput SLOs and the category level are settings an experiment file takes.
+    slo = GOOD.replace("reference: tp8\n", "reference: tp8\ncategory_level: 8\n").replace(
+        "input_len: 16", "input_len: 16, slo_ttft_ms: 500, slo_tpot_ms: 40.5")
+    with_slo = ld.load(write(tmp_path, slo, "slo.experiment.yml"), ["h1"])
+    assert with_slo["category_level"] == 8
+    assert with_slo["variants"][0]["benchmark"]["slo_ttft_ms"] == 500
+    assert with_slo["variants"][0]["benchmark"]["slo_tpot_ms"] == 40.5
     assert exp["file"] == str(tmp_path / "exp.experiment.yml") and exp["checksum"].startswith("sha256:")
     tp8, ep, spec = exp["variants"]
     assert [tp8["name"], ep["name"], spec["name"]] == ["tp8", "ep", "spec"]
@@ -113,6 +121,12 @@ BAD = [
     (GOOD.replace("server: {model_path: /m, tp_size: 8}", "server: {model_path: /m, tp_size: 8}\n"
                   "    benchmark: {requests_per_level: -4}"), "variants[0].benchmark.requests_per_level",
      "requests_per_level", ["requests_per_level must be >= 1, got -4"]),
+    (GOOD.replace("reference: tp8\n", "reference: tp8\ncategory_level: 0\n"), "category_level", "category_level",
+     ["a concurrency level"]),
+    (GOOD.replace("  max_failed_requests: 0\n", "  max_failed_requests: 0\n  per_category: {code: {min_speedup: 2}}\n"),
+     "gates.per_category.code.min_speedup", "per_category", ["unknown per-category gate"]),
+    (GOOD.replace("input_len: 16", "input_len: 16, slo_ttft_ms: fast"), "benchmark.slo_ttft_ms", "benchmark",
+     ["must be a number"]),
 ]
 
 
@@ -206,7 +220,8 @@ def test_server_options_come_from_the_role_specs():
         assert not set(options) & set(schema.SERVER_OWN_KEYS)
     assert "draft_model_path" in schema.speculative_options()
     assert set(schema.benchmark_options()) == {"levels", "requests_per_level", "warmup_requests", "input_len",
-                                               "output_len", "workload", "repeats", "category_passes"}
+                                               "output_len", "workload", "repeats", "category_passes",
+                                               "slo_ttft_ms", "slo_tpot_ms", "slo_e2e_ms"}
 
 
 @pytest.mark.parametrize("name, variants", [

@@ -191,3 +191,9 @@ def test_a_variant_without_a_record_is_reported():
     out = rc.compare({"h1": [H1[0], rec("vllm+eagle3", *levels)]})
     assert out["hosts"]["h1"]["vllm+eagle3"]["accept_sources"] == ["metrics"]
     assert out["hosts"]["h1"]["sglang"]["accept_sources"] == []
+
+
+def test_category_warnings_become_the_plays_lines():
+    report = {"categories": {"h2": {"warnings": ["WARNING: b"]}, "h1": {"warnings": ["WARNING: a"]}, "h3": None}}
+    assert rc.category_warning_lines(report) == ["h1: WARNING: a", "h2: WARNING: b"]
+    assert rc.category_warning_lines({}) == []

@@ -21,6 +21,14 @@ def test_the_teardown_record_counts_free_used_and_killed():
     assert (kept["verified"], kept["kept"], kept["gpus_selected"], kept["seconds"]) == (False, True, 0, None)
 
 
+def test_the_plan_block_has_every_host_in_order_once():
+    plans = {"h2": ["h2: 1 variant(s) of exp, 1 to run", "1. a [run] sglang on all GPUs", "   sglang"],
+             "h1": ["h1: 0 variant(s) of exp, 0 to run"], "h3": None}
+    assert vl.plan_block(plans, ["h1", "h2", "h3", "h4"]) == [
+        "h1: 0 variant(s) of exp, 0 to run", "h2: 1 variant(s) of exp, 1 to run", "1. a [run] sglang on all GPUs",
+        "   sglang", "h3: no plan (its error is above)", "h4: no plan (its error is above)"]
+
+
 def test_the_plan_lines_say_run_or_skip_the_gpus_and_the_command_line():
     plans = [{"variant": "base", "engine": "sglang", "gpus": [0, 1], "argv": ["sglang", "serve", "--model-path", "/m x"],
               "running": True},

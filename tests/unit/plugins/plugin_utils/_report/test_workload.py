@@ -66,6 +66,24 @@ def test_the_compared_level_is_common_to_every_side():
     assert wl.categories([("base", [lv(1, 60.0)]), ("eagle", [lv(1, 90.0)])], "base") is None
 
 
+def test_category_level_chooses_the_level_and_warns_when_it_was_not_measured():
+    named = [("base", BASE["levels"]), ("eagle", EAGLE["levels"])]
+    assert wl.categories(named, "base", level=16)["concurrency"] == 16
+    table = wl.categories(named, "base", level=8)
+    assert table["concurrency"] == 1
+    assert table["warnings"][0].startswith("WARNING: category_level 8 has no per-category figures on every side")
+    assert wl.categories(named, "base", level=16, min_requests=4)["warnings"] == []
+
+
+def test_a_category_missing_at_the_compared_level_is_named():
+    # math ran at 16 only (too few requests at 1 drew none of it).
+    levels = [lv(1, 60.0, {"code": cat(100, 30.0, 20.0)}),
+              lv(16, 600.0, {"code": cat(300, 90.0, 40.0), "math": cat(300, 95.0, 40.0)})]
+    table = wl.categories([("base", levels), ("eagle", levels)], "base", min_requests=1)
+    assert table["warnings"] == ["WARNING: no request at concurrency 1 in math (measured at another level): choose a "
+                                 "level where every category ran (category_level) or raise requests_per_level"]
+
+
 @pytest.mark.parametrize("info, text", [
     (FILE, "file /data/mt.jsonl (mtbench, sha256 ab12), 40 of 80 items, seed 7, 40 multi-turn, output length fixed"),
     ({"source": "builtin", "name": "builtin-v1", "sample": 80, "available": 80, "seed": 0},
@@ -79,7 +97,8 @@ def test_workload_text(info, text):
 def test_swap_report_names_the_workload_and_compares_categories():
     md = rmd.render(rm.merge({"gpu01": {"baseline": BASE, "candidate": EAGLE}}, "T", "sglang", "eagle3"))
     assert "- gpu01 sglang, gpu01 eagle3: file /data/mt.jsonl (mtbench, sha256 ab12), 40 of 80 items, seed 7" in md
-    assert "WARNING" not in md
+    # Four requests a category: said once, above the table, naming each.
+    assert md.count("WARNING") == 1 and "WARNING: fewer than 10 requests at concurrency 1 in code (4), writing (4)" in md
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines() if line.startswith("| code ")]
     assert rows == [["code", "4", "-", "3.20", "30.0 / 20.0", "28.0 / 5.0", "4.00x"]]
 
@@ -128,7 +147,7 @@ def test_category_passes_give_tok_s_and_its_ratio_in_both_reports():
     assert wl.pooled_accept(eagle["levels"], "code") == 2.25
     md = rmd.render(rm.merge({"gpu01": {"baseline": base, "candidate": eagle}}, "T", "sglang", "eagle3"))
     assert "| category | requests | sglang accept len | eagle3 accept len |" in md
-    assert "sglang tok/s | eagle3 tok/s | eagle3 tok/s x sglang |" in md
+    assert "sglang tok/s | eagle3 tok/s | eagle3 tok/s x sglang ↑ |" in md
     assert "| code | 4 | - | 2.25* | 30.0 / 20.0 | 28.0 / 5.0 | 4.00x | 50.0 | 125.0 | 2.50x |" in md
     assert "| writing | 4 | - | 2.00* | 32.0 / 20.0 | 30.0 / 10.0 | 2.00x | 48.0 | 72.0 | 1.50x |" in md
     assert "Acceptance marked * is from the server's counters around the category's own pass" in md
