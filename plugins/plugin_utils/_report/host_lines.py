@@ -32,7 +32,20 @@ def swap_line(result: Mapping[str, Any]) -> str:
            num(result.get("accept_length"), 2), num(result.get("release_seconds"), 2),
            DASH if absent(killed) else killed, num(result.get("eagle_ready_seconds"), 2),
            "kept running" if absent(base_ready) else "ready in %s s" % num(base_ready, 2))
+        + _energy_and_health(result)
         + wl.random_suffix(result.get("workload"), result.get("accept_length")))
+
+
+def _energy_and_health(result: Mapping[str, Any]) -> str:
+    """The best tok/J of each run (THROTTLED when a level's GPUs were) and the GPUs' health judged before the
+    EAGLE-3 server's start; nothing for what was not measured."""
+    out = ""
+    if not absent(result.get("eagle_tok_per_j")):
+        out += "; best tok/J %s -> %s%s" % (num(result.get("baseline_tok_per_j"), 3), num(result["eagle_tok_per_j"], 3),
+                                           " THROTTLED" if result.get("throttled") else "")
+    if not absent(result.get("gpu_health")):
+        out += "; GPU health %s" % result["gpu_health"]
+    return out
 
 
 def base_line(host: str, server: Mapping[str, Any], teardown: Any = None, bench: Any = None) -> str:

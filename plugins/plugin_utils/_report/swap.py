@@ -85,7 +85,19 @@ def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, ser
         "killed": dig(teardown, "killed"),
         "workload": wl.describe(dig(runs, "candidate")),
         "gates": list(gates or []),
+        "baseline_tok_per_j": _best_tok_per_j(dig(runs, "baseline")),
+        "eagle_tok_per_j": _best_tok_per_j(dig(runs, "candidate")),
+        "throttled": any(lv.get("throttled") for side in ("baseline", "candidate")
+                         for lv in dig(runs, side, "levels") or [] if isinstance(lv, Mapping)),
+        "gpu_health": dig(server, "health", "verdict"),
     })
+
+
+def _best_tok_per_j(run: Any) -> Any:
+    """The highest output tokens per joule of RUN's levels (llm_benchmark's telemetry), or None."""
+    found = [lv.get("output_tokens_per_joule") for lv in dig(run, "levels") or [] if isinstance(lv, Mapping)]
+    found = [v for v in found if v is not None]
+    return max(found) if found else None
 
 
 def swap_gates(runs: Any, gates: Any) -> list:

@@ -73,6 +73,15 @@ def test_swap_record_and_its_line():
         "base server ready in 31.23 s")
 
 
+def test_swap_record_with_telemetry_and_health_names_the_best_tok_per_j_and_the_verdict():
+    runs = {side: dict(run, levels=[{"output_tokens_per_joule": 0.5}, {"output_tokens_per_joule": best,
+                                                                        "throttled": side == "candidate"}])
+            for (side, run), best in zip(RUNS.items(), (1.25, 2.5))}
+    record = swap.swap_record(runs, "h1", server={"ready_seconds": 40.5, "health": {"verdict": "warn"}})
+    assert (record["baseline_tok_per_j"], record["eagle_tok_per_j"], record["throttled"]) == (1.25, 2.5, True)
+    assert "; best tok/J 1.250 -> 2.500 THROTTLED; GPU health warn;" in record["line"]
+
+
 def test_swap_record_without_baseline_or_teardown():
     record = swap.swap_record({"candidate": RUNS["candidate"]}, "h2", base_server=None,
                               server={"ready_seconds": 9}, teardown=None)
