@@ -120,7 +120,7 @@ def summary(values):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--streams", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=90, help="tokens a stream (~1.5 s at the simulators' rates)")

@@ -632,6 +632,10 @@ def _now(pynvml, handle):
             "temperature_c": pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)}
 
 
+SAMPLER_FIGURES = ("energy_j", "power_avg_w", "power_peak_w", "sm_clock_min_mhz", "sm_clock_median_mhz", "throttled",
+                   "throttle_reasons")
+
+
 def case_telemetry(s):
     """Energy on GPU 0: the counter's update period idle; a PyTorch load of known duration, the counter's
     delta against power sampled at 10 Hz and integrated (within 2 %), clocks and reasons idle and busy; the
@@ -684,8 +688,7 @@ def case_telemetry(s):
                      "util_min": min((r["util"] for r in busy), default=None),
                      "power_w_max": max((r["power_w"] for r in busy), default=None),
                      "temperature_c_max": max((r["temperature_c"] for r in busy), default=None)},
-            "sampler": {k: figures.get(k) for k in ("energy_j", "power_avg_w", "power_peak_w", "sm_clock_min_mhz",
-                                                     "sm_clock_median_mhz", "throttled", "throttle_reasons")},
+            "sampler": {k: figures.get(k) for k in SAMPLER_FIGURES},
             "sampler_default_sm_mhz": sampler.default_sm_mhz, "sampler_default_source": sampler.default_sm_source,
             "sampler_notes": (figures.get("telemetry") or {}).get("notes")}
 

@@ -275,8 +275,8 @@ SETTINGS = (
         "releases and verifies.")),
     Setting("instance", "str", per_node=True,
             default=Computed("{engine}-PORT", "{engine}-{{ {prefix}port }}", _instance), doc={
-        "sglang": "Name of the unit, log and state files.",
-        "*": "Name of the log, state and key files."}),
+                "sglang": "Name of the unit, log and state files.",
+                "*": "Name of the log, state and key files."}),
     Setting("log_dir", "path", per_node=True, default=Computed("", None, _log_dir),
             doc="Directory of the server log (C(INSTANCE.log))."),
     Setting("state_dir", "path", per_node=True, default="/var/lib/gpufleet-serving", doc={

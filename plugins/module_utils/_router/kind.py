@@ -48,8 +48,8 @@ def answered(response: Any, router_url: str, what: str) -> Any:
                                 " router runs (gpufleet.serving.router role)" % (router_url, response.error, what))
     if response.status in (401, 403):
         raise RouterError("the router at %s refused %s with HTTP %d (%s): give its admin key as api_key (the"
-                          " router role's router_admin_api_key)" % (router_url, what, response.status,
-                                                                      response.text.strip()[:200]))
+                          " router role's router_admin_api_key)"
+                          % (router_url, what, response.status, response.text.strip()[:200]))
     if response.status >= 300:
         raise RouterError("the router at %s answered HTTP %d while %s: %s"
                           % (router_url, response.status, what, response.text.strip()[:300]))

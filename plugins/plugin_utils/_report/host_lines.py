@@ -41,8 +41,9 @@ def _energy_and_health(result: Mapping[str, Any]) -> str:
     EAGLE-3 server's start; nothing for what was not measured."""
     out = ""
     if not absent(result.get("eagle_tok_per_j")):
-        out += "; best tok/J %s -> %s%s" % (num(result.get("baseline_tok_per_j"), 3), num(result["eagle_tok_per_j"], 3),
-                                           " THROTTLED" if result.get("throttled") else "")
+        out += "; best tok/J %s -> %s%s" % (
+            num(result.get("baseline_tok_per_j"), 3), num(result["eagle_tok_per_j"], 3),
+            " THROTTLED" if result.get("throttled") else "")
     if not absent(result.get("gpu_health")):
         out += "; GPU health %s" % result["gpu_health"]
     return out

@@ -78,8 +78,8 @@ def draw(ax, series, colours, markers):
     if every:
         # From 0, with room above the highest point (the autoscaled edge would cut its marker).
         ax.set_xlim(0, max(x for x, _y in every) * 1.1)
-        ax.set_ylim(0, max([y for _x, y in every] + [hi for s in series for *_p, hi in points(s, per_gpu)
-                                                      if hi is not None]) * 1.12 or 1.0)
+        highs = [hi for s in series for *_p, hi in points(s, per_gpu) if hi is not None]
+        ax.set_ylim(0, max([y for _x, y in every] + highs) * 1.12 or 1.0)
     else:
         axes_style.nothing_measured(ax, "no level with both tok/s and TPOT")
     axes_style.plain_ticks(ax)

@@ -58,8 +58,8 @@ def test_a_worker_the_router_does_not_know_is_nothing_to_remove(router, tiny):
     api = workers.client(router([one.url]).url)
     unknown = "http://127.0.0.1:%d" % free_port()
     result = workers.absent(KIND, api, unknown, min_healthy=1)
-    assert (result["changed"], result["removed"], result["worker"]) == (False, False,
-                                                                       {"url": unknown, "id": "", "healthy": False})
+    expected = (False, False, {"url": unknown, "id": "", "healthy": False})
+    assert (result["changed"], result["removed"], result["worker"]) == expected
     assert listed(result) == [(one.url, True)]
 
 

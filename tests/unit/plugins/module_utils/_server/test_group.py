@@ -16,8 +16,9 @@ HOSTS = ["gpu-a", "gpu-b", "gpu-c"]
 PAIR = ["gpu-a", "gpu-b"]
 
 
-def fleet(engine="sglang", members=PAIR, hosts=HOSTS, **more):
-    """{host: resolved settings} with MEMBERS in one group (MORE: {host: overrides})."""
+def fleet(engine="sglang", members=None, hosts=None, **more):
+    """{host: resolved settings} with MEMBERS (PAIR) in one group among HOSTS (HOSTS) (MORE: {host: overrides})."""
+    members, hosts = PAIR if members is None else members, HOSTS if hosts is None else hosts
     out = {}
     for host in hosts:
         given = {"model_path": "/models/kimi", "tp_size": 16 if host in members else 8,

@@ -68,8 +68,8 @@ def _cat(tokens, accept, ttft_p99, tpot_p99):
 
 
 def test_per_category_gates_on_each_categorys_figures(exp, kit):
-    levels = [dict(kit.level(1, 120.0, accept=3.0), categories={"code": _cat(100, 4.0, 50.0, 8.0),
-                                                                  "chat": _cat(100, 2.0, 60.0, 9.0)}),
+    first = {"code": _cat(100, 4.0, 50.0, 8.0), "chat": _cat(100, 2.0, 60.0, 9.0)}
+    levels = [dict(kit.level(1, 120.0, accept=3.0), categories=first),
               dict(kit.level(64, 2000.0, accept=2.5), categories={"code": _cat(300, 3.0, 400.0, 20.0)})]
     rec = kit.record(exp, "h1", "eagle/3", *levels, speculative=True)
     gates = {"per_category": {"code": {"min_acceptance_length": 3.3, "max_tpot_p99_ms": 25},

@@ -20,8 +20,8 @@ def test_given_flags_are_the_settings_and_the_extra_args_flags():
 def test_a_note_per_variant_with_settings_the_simulator_does_not_read():
     experiment = {"variants": [
         {"name": "tp8", "engine": "sglang", "server": {"model_path": "/m", "tp_size": 8}},
-        {"name": "ep8", "engine": "sglang", "server": {"model_path": "/m", "extra_args": ["--ep-size", "8"],
-                                                         "max_running_requests": 64}},
+        {"name": "ep8", "engine": "sglang",
+         "server": {"model_path": "/m", "extra_args": ["--ep-size", "8"], "max_running_requests": 64}},
         {"name": "v", "engine": "vllm", "server": {"max_num_seqs": 8}},  # no list for vLLM: no note
     ]}
     assert um.notes(experiment, MODELS) == [

@@ -74,8 +74,8 @@ def test_swap_record_and_its_line():
 
 
 def test_swap_record_with_telemetry_and_health_names_the_best_tok_per_j_and_the_verdict():
-    runs = {side: dict(run, levels=[{"output_tokens_per_joule": 0.5}, {"output_tokens_per_joule": best,
-                                                                        "throttled": side == "candidate"}])
+    runs = {side: dict(run, levels=[{"output_tokens_per_joule": 0.5},
+                                    {"output_tokens_per_joule": best, "throttled": side == "candidate"}])
             for (side, run), best in zip(RUNS.items(), (1.25, 2.5))}
     record = swap.swap_record(runs, "h1", server={"ready_seconds": 40.5, "health": {"verdict": "warn"}})
     assert (record["baseline_tok_per_j"], record["eagle_tok_per_j"], record["throttled"]) == (1.25, 2.5, True)

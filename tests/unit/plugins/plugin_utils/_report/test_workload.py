@@ -182,4 +182,4 @@ def test_both_plots_get_a_category_panel_only_with_categories():
     # The bars have the variant's colour of the other panels (its markers in the first one).
     fig = rcp.build_figure(report)
     marker = next(line.get_color() for line in fig.axes[1].get_lines() if "sglang+eagle3" in (line.get_gid() or ""))
-    assert {to_hex(bar.get_facecolor()) for bar in fig.axes[4].patches} == {to_hex(marker)}
+    assert {to_hex(patch.get_facecolor()) for patch in fig.axes[4].patches} == {to_hex(marker)}
