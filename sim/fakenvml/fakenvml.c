@@ -87,7 +87,7 @@ static unsigned long long g_memory_mib = 97887, g_reserved_mib = 615;
 static char g_driver[80] = "580.95.05";
 static long long g_delay_ms = 120;
 /* The power and clocks model (config keys of the same names; see "power" below). */
-static long long g_energy_period_ms = 20, g_power_max_w = 700;
+static long long g_energy_period_ms = 100, g_power_max_w = 700;
 static long long g_sm_clock_max = 1980, g_sm_clock_default = 1755, g_sm_clock_idle = 345;
 static long long g_mem_clock = 2619;
 static fake_dev g_devs[MAX_GPUS];
@@ -1053,7 +1053,7 @@ nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t dev, int threshold, 
  * growing while pow_active / therm_active. load_milli is the server's load (0 idle,
  * 1000 full batch). The model, computed on the Python side, is sim/README.md's:
  *   energy counter  e_uj + p_mw x (t - t_ms), read at the last multiple of
- *                   energy_period_ms (like a real card's 20-100 ms update), in mJ
+ *                   energy_period_ms (100 ms, as an H200's counter updates), in mJ
  *   power usage     p_mw now
  *   SM clock        idle: sm_clock_idle_mhz; busy: sm_clock_max_mhz, or half of
  *                   sm_clock_default_mhz while a slowdown reason (0x8 HW slowdown,

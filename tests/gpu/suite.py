@@ -641,16 +641,16 @@ def case_telemetry(s):
     delta against power sampled at 10 Hz and integrated (within 2 %), clocks and reasons idle and busy; the
     collection's sampler (_gpu/telemetry.py) over the same load: energy, clocks, throttled and its reasons."""
     import pynvml
-    sys.path.insert(0, os.environ.get("GF_COLLECTIONS") or os.path.join(REPO, "build", "collections"))
-    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import telemetry
     handle = s.nv.handles[0]
     period = _counter_period(pynvml, handle)
     idle = _now(pynvml, handle)
-    sampler, why = telemetry.start([0])
-    check(sampler is not None, "the collection's sampler did not start: %s" % why)
-    readings = []  # (perf_counter, _now())
+    window = subprocess.Popen([PY, os.path.join(HERE, "telemetry_window.py"), "0"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    s.started.append(window)
+    hello = json.loads(window.stdout.readline() or "{}")
+    check(hello.get("ready"), "the collection's sampler did not start: %s" % hello.get("error"))
+    readings, proc, lines = [], None, []  # readings: (perf_counter, _now())
     try:
-        check(sampler.begin(), "the sampler's begin failed: %s" % sampler.dead)
         e0, t0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter()
         proc = subprocess.Popen([PY, os.path.join(HERE, "burn.py"), "--title", s.title("burn"), "--seconds",
                                  str(s.args.burn_seconds)], stdout=subprocess.PIPE, text=True)
@@ -664,18 +664,20 @@ def case_telemetry(s):
                 quiet_until = time.perf_counter() + 3.0  # the power reading settles back to idle
             time.sleep(max(0.0, 0.1 - (time.perf_counter() - t)))
         e1, t1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter()
-        reply = sampler.end()
     finally:
-        sampler.close()
-    lines = [json.loads(line) for line in proc.stdout.read().splitlines() if line.startswith("{")]
+        if proc is not None:
+            lines = [json.loads(line) for line in proc.stdout.read().splitlines() if line.startswith("{")]
+        began, ended = (lines[0]["start"], lines[1]["end"]) if len(lines) == 2 else (t0, t0)
+        window.stdin.write("%r %r\n" % (began, ended))
+        window.stdin.close()
+        seen = json.loads(window.stdout.readline() or "{}")
     check(proc.returncode == 0 and len(lines) == 2, "burn.py ended %s: %s" % (proc.returncode, lines))
-    began, ended = lines[0]["start"], lines[1]["end"]
     counter_j = (e1 - e0) / 1000.0
     sampled_j = _integral([(t, r["power_w"]) for t, r in readings])
     instants = [(t, r["power_instant_w"]) for t, r in readings if r["power_instant_w"] is not None]
     instant_j = _integral(instants) if len(instants) == len(readings) else None
     busy = [r for t, r in readings if began + 1.0 <= t <= ended]
-    figures = telemetry.window_figures(reply, [0], [sampler.default_sm_mhz[0]], began, ended, 1.0) if reply else {}
+    figures = seen.get("figures") or {}
     agreement = abs(sampled_j - counter_j) / counter_j
     check(agreement <= 0.02, "power integrated %.1f J vs the counter's %.1f J: %.2f %% apart"
           % (sampled_j, counter_j, 100 * agreement))
@@ -689,7 +691,8 @@ def case_telemetry(s):
                      "power_w_max": max((r["power_w"] for r in busy), default=None),
                      "temperature_c_max": max((r["temperature_c"] for r in busy), default=None)},
             "sampler": {k: figures.get(k) for k in SAMPLER_FIGURES},
-            "sampler_default_sm_mhz": sampler.default_sm_mhz, "sampler_default_source": sampler.default_sm_source,
+            "sampler_default_sm_mhz": seen.get("default_sm_mhz"), "sampler_default_source": seen.get("default_sm_source"),
+            "sampler_samples": seen.get("samples"), "sampler_error": seen.get("error"),
             "sampler_notes": (figures.get("telemetry") or {}).get("notes")}
 
 

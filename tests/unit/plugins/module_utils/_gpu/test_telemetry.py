@@ -66,6 +66,16 @@ def test_throttled_by_a_reason_or_by_a_clock_below_75_percent_of_default():
     assert figures(idle)["sm_clock_min_mhz"] is None
 
 
+def test_a_power_capped_h200_dipping_below_75_percent_is_judged_by_its_median_clock():
+    # The H200 of docs/real-gpu.md under a bf16 matmul at its 700 W cap: 1230-1560 MHz against 1980.
+    def capped(clocks):
+        return [[tick(i * 0.1, i * 70000.0, 700000.0, sm=clocks[i % len(clocks)], reasons=0x4)] for i in range(21)]
+    real = figures(capped([1230, 1500, 1545, 1470, 1560]), default=(1980,))
+    assert real["throttled"] is False and real["sm_clock_min_mhz"] == 1230
+    low = figures(capped([1230, 1400, 1470]), default=(1980,))  # median 1400: 71 %
+    assert low["throttle_reasons"] == [telemetry.CLOCK_FLOOR_REASON]
+
+
 def test_no_counter_integrates_power_and_says_so():
     samples = steady()
     for row in samples:
