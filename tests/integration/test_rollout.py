@@ -5,14 +5,14 @@
 
 One simulated 3-host fleet; the router runs on the controller (its title, sglang::router, is one
 SGLang's kill pattern matches, so never on a fleet host) in front of the three servers. A steady
-load of 8 streaming clients goes through the router (each request about 1.5 s) while
+load of 8 streaming clients goes through the router (each request about 1.8 s) while
 swap_to_eagle.yml relaunches one host at a time:
 - with router_url, each server leaves the router, drains by its own count, is stopped, relaunched
   and put back once healthy: 0 failed requests, 0 broken streams, never fewer than 2 healthy
   workers in the router;
 - then swap_to_base.yml on one host without router_url: the router keeps sending requests to the
   server being stopped, and the client sees them fail.
-The load is bounded (8 clients, each request 100 tokens, each run under a deadline) and on loopback.
+The load is bounded (8 clients, each request 200 tokens, each run under a deadline) and on loopback.
 """
 
 import json
@@ -29,7 +29,7 @@ from tests.support.router import start_router
 pytestmark = needs_fleet
 
 CLIENTS = 8
-TOKENS = 100  # about 1.6 s a request at the simulated 63.6 tok/s
+TOKENS = 200  # about 1.8 s a request on the simulated fleet (0.9 s at 100 tokens)
 SHORT_BENCH = {"swap_bench_levels": [1], "swap_bench_requests_per_level": 2, "swap_bench_warmup_requests": 0,
                "swap_bench_input_len": 32, "swap_bench_output_len": 16}
 
