@@ -11,7 +11,11 @@ swap_to_eagle.yml relaunches one host at a time:
   and put back once healthy: 0 failed requests, 0 broken streams, never fewer than 2 healthy
   workers in the router;
 - then swap_to_base.yml on one host without router_url: the router keeps sending requests to the
-  server being stopped, and the client sees them fail.
+  server being stopped, and the client sees them fail;
+- then the refusals, each leaving the host serving and in the router: a removal below
+  router_min_healthy (before anything is touched), a drain that runs out of time under load (the
+  worker is put back, the failure names the requests in flight); and reset.yml with reset_drain
+  stops a host under load without losing a request.
 The load is bounded (8 clients, each request 200 tokens, each run under a deadline) and on loopback.
 """
 
@@ -24,6 +28,7 @@ import urllib.request
 from _fleet_fixtures import needs_fleet, start_fleet
 
 from tests.support import sse_client
+from tests.support.polling import poll
 from tests.support.router import start_router
 
 pytestmark = needs_fleet
@@ -90,6 +95,11 @@ class Load:
                 "router_unread": sum(1 for _, n in self.healthy if n is None)}
 
 
+def _healthy(router):
+    with urllib.request.urlopen(router.url + "/workers", timeout=5) as answer:
+        return sorted(w["url"] for w in json.load(answer)["workers"] if w["is_healthy"])
+
+
 def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tmp_path, procs):
     fleet = start_fleet(request, tmp_path, 3, 2711)
     launched = fleet.playbook("launch.yml", timeout=900)
@@ -118,9 +128,7 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
     assert routed["ok"] >= 3 * CLIENTS and routed["median_s"] > 1, routed
     assert routed["min_healthy"] >= 2 and routed["router_unread"] == 0, routed
     # Every host is back in the router, healthy, serving EAGLE-3.
-    with urllib.request.urlopen(router.url + "/workers", timeout=5) as answer:
-        listed = json.load(answer)["workers"]
-    assert sorted(w["url"] for w in listed if w["is_healthy"]) == workers, listed
+    assert _healthy(router) == workers
 
     # The same stop without router_url: the router is never told, the server is stopped under load.
     with Load(router, deadline=300) as load:
@@ -132,3 +140,28 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
     print("without router_url:", unrouted)
     assert back.returncode == 0, back.output[-6000:]
     assert unrouted["lost"] > 0, unrouted
+
+    # A removal that would leave fewer than router_min_healthy: refused before the host is touched.
+    routed_vars = {"router_url": router.url, "swap_report_dir": str(tmp_path / "faults")}
+    refused = fleet.playbook("teardown.yml", dict(routed_vars, router_min_healthy=3), args=["--limit", fleet.name(2)])
+    assert refused.returncode != 0, refused.output[-4000:]
+    assert "refusing to remove worker %s from the router at %s: 2 healthy worker(s) would be left, fewer than " \
+        "min_healthy=3; nothing was changed" % (workers[1], router.url) in refused.output, refused.output[-4000:]
+    assert _healthy(router) == workers and fleet.server_info(2)
+
+    # A drain that runs out of time under load: the worker goes back, the host fails naming the count.
+    with Load(router, deadline=120) as load:
+        assert sse_client.stream(load.port, 4, timeout=30)["done"]
+        short = fleet.playbook("teardown.yml", dict(routed_vars, drain_timeout=0.2), args=["--limit", fleet.name(2)])
+        assert short.returncode != 0, short.output[-4000:]
+        assert "The drain of %s did not end: " % workers[1] in short.output, short.output[-4000:]
+        assert "requests in flight" in short.output and "The worker is back in the router" in short.output
+        assert fleet.server_info(2)
+        poll(lambda: _healthy(router) == workers, timeout=30, interval=0.1, what="sim-h2 healthy in the router again")
+        # reset.yml with reset_drain: out of the router, drained, then released, under the same load.
+        reset = fleet.playbook("reset.yml", dict(routed_vars, reset_drain=True), args=["--limit", fleet.name(3)])
+        assert reset.returncode == 0, reset.output[-4000:]
+        assert _healthy(router) == workers[:2]
+    faults = load.figures()
+    print("refusals and reset_drain:", faults)
+    assert faults["lost"] == 0 and faults["min_healthy"] >= 2, faults
