@@ -27,6 +27,9 @@ import urllib.request
 
 from _fleet_fixtures import needs_fleet, start_fleet
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
+from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.drain import read_in_flight
 from tests.support import sse_client
 from tests.support.polling import poll
 from tests.support.router import start_router
@@ -149,9 +152,15 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
         "min_healthy=3; nothing was changed" % (workers[1], router.url) in refused.output, refused.output[-4000:]
     assert _healthy(router) == workers and fleet.server_info(2)
 
-    # A drain that runs out of time under load: the worker goes back, the host fails naming the count.
-    with Load(router, deadline=120) as load:
+    # A drain that runs out of time (a long request on sim-h2, sent to it directly): the worker goes
+    # back, the host fails naming the count, the request is not cut.
+    with Load(router, deadline=300) as load:
         assert sse_client.stream(load.port, 4, timeout=30)["done"]
+        held = sse_client.Streams(fleet.server_port, host=fleet.address(2))
+        held.start("long", 6000)  # about 50 s: still running when the drain reads
+        loads = HttpClient(workers[1], accept=None)
+        poll(lambda: sum(read_in_flight(loads, registry.get("sglang"))) >= 1, timeout=30, interval=0.05,
+             what="the long request in flight on sim-h2")
         short = fleet.playbook("teardown.yml", dict(routed_vars, drain_timeout=0.2), args=["--limit", fleet.name(2)])
         assert short.returncode != 0, short.output[-4000:]
         assert "The drain of %s did not end: " % workers[1] in short.output, short.output[-4000:]
@@ -162,6 +171,7 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
         reset = fleet.playbook("reset.yml", dict(routed_vars, reset_drain=True), args=["--limit", fleet.name(3)])
         assert reset.returncode == 0, reset.output[-4000:]
         assert _healthy(router) == workers[:2]
+    assert held.join(120)["long"]["done"], held.results
     faults = load.figures()
     print("refusals and reset_drain:", faults)
     assert faults["lost"] == 0 and faults["min_healthy"] >= 2, faults
