@@ -10,7 +10,8 @@ swap_to_eagle.yml relaunches one host at a time:
 - with router_url, each server leaves the router, drains by its own count, is stopped, relaunched
   and put back once healthy: 0 failed requests, 0 broken streams, never fewer than 2 healthy
   workers in the router;
-- then swap_to_base.yml on one host without router_url: the router keeps sending requests to the
+- swap_to_base.yml back the same way: 0 lost;
+- then swap_to_eagle.yml on one host without router_url: the router keeps sending requests to the
   server being stopped, and the client sees them fail;
 - then the refusals, each leaving the host serving and in the router: a removal below
   router_min_healthy (before anything is touched), a drain that runs out of time under load (the
@@ -133,15 +134,27 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
     # Every host is back in the router, healthy, serving EAGLE-3.
     assert _healthy(router) == workers
 
-    # The same stop without router_url: the router is never told, the server is stopped under load.
+    # And back: swap_to_base.yml, serial, behind the router, under the same load.
+    with Load(router, deadline=600) as load:
+        assert sse_client.stream(load.port, 4, timeout=30)["done"]
+        back = fleet.playbook("swap_to_base.yml", dict(swap_serial=1, router_url=router.url, drain_timeout=60,
+                                                       swap_report_dir=str(tmp_path / "back")), timeout=600)
+    routed_back = load.figures()
+    print("swap_to_base with router_url:", routed_back)
+    assert back.returncode == 0, back.output[-6000:]
+    assert routed_back["lost"] == 0 and routed_back["min_healthy"] >= 2, routed_back
+    assert routed_back["ok"] >= 3 * CLIENTS and _healthy(router) == workers, routed_back
+
+    # The same swap on one host without router_url: the router is never told, the server is
+    # stopped under load (a 3 s stop timeout keeps it short: SGLang drains with no deadline).
     with Load(router, deadline=300) as load:
         assert sse_client.stream(load.port, 4, timeout=30)["done"]
-        back = fleet.playbook("swap_to_base.yml", {"sglang_server_stop_timeout": 3, "swap_report_dir": str(tmp_path / "back")},
-                              args=["--limit", fleet.name(1)],
-                              timeout=600)
+        bare = fleet.playbook("swap_to_eagle.yml", dict(
+            SHORT_BENCH, swap_baseline=False, sglang_server_stop_timeout=3, swap_report_dir=str(tmp_path / "bare")),
+            args=["--limit", fleet.name(1)], timeout=600)
     unrouted = load.figures()
     print("without router_url:", unrouted)
-    assert back.returncode == 0, back.output[-6000:]
+    assert bare.returncode == 0, bare.output[-6000:]
     assert unrouted["lost"] > 0, unrouted
 
     # A removal that would leave fewer than router_min_healthy: refused before the host is touched.
