@@ -16,7 +16,7 @@ swap_to_eagle.yml relaunches one host at a time:
 - then the refusals, each leaving the host serving and in the router: a removal below
   router_min_healthy (before anything is touched), a drain that runs out of time under load (the
   worker is put back, the failure names the requests in flight); and reset.yml with reset_drain
-  stops a host under load without losing a request.
+  stops a host under load without losing a request; drain_force stops a host whose drain ran out.
 The load is bounded (8 clients, each request 200 tokens, each run under a deadline) and on loopback.
 """
 
@@ -188,3 +188,14 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
     faults = load.figures()
     print("refusals and reset_drain:", faults)
     assert faults["lost"] == 0 and faults["min_healthy"] >= 2, faults
+
+    # drain_force: the same too-short drain stops the server anyway; its request in flight is cut.
+    forced = sse_client.Streams(fleet.server_port, host=fleet.address(2))
+    forced.start("long", 6000)
+    poll(lambda: sum(read_in_flight(loads, registry.get("sglang"))) >= 1, timeout=30, interval=0.05,
+         what="a long request in flight on sim-h2")
+    stopped = fleet.playbook("teardown.yml", dict(routed_vars, drain_timeout=0.2, drain_force=True, sglang_server_stop_timeout=3),
+                             args=["--limit", fleet.name(2)])
+    assert stopped.returncode == 0, stopped.output[-4000:]
+    assert not forced.join(60)["long"]["done"], forced.results
+    assert _healthy(router) == workers[:1]
