@@ -305,7 +305,8 @@ protected_matches:
     Other processes whose command line matches a pattern but that are never signalled (Ansible's own are in
     RV(spared_ansible)), with the reason: C(terminal multiplexer) (a tmux or screen server keeps the argv of the command
     that started it; the matching session's own processes are released, the multiplexer and its other sessions are
-    spared), C(gpu daemon), C(protect pattern), C(kernel thread).
+    spared), C(router) (sglang-router's own executable C(smg) or C(sglang-router), root's file: it titles itself
+    C(sglang::router), which SGLang's pattern C(sglang::) matches), C(gpu daemon), C(protect pattern), C(kernel thread).
   returned: success
   type: list
   elements: dict

@@ -39,6 +39,9 @@ ALLOWED = {
     # A real scheduler title as the example of a pattern without nested repetition, in the message of
     # the bounded match; _proc sits below the registry in the layers (tests/unit/test_layering.py).
     ("module_utils/_proc/match_bounded.py", "sglang::scheduler"),
+    # The router's executable (not an engine) that the release never signals; _gpu sits below the
+    # router registry (_router) in the layers.
+    ("module_utils/_gpu/protect.py", "sglang-router"),
 }
 
 

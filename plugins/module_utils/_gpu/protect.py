@@ -18,6 +18,9 @@ Protection goes by what a process is, never by what it calls itself: a title
 - a terminal multiplexer's server or client (tmux, screen, ...: MULTIPLEXERS) by
   its executable: its argv may carry the server's command line, its sessions
   are not all the server's;
+- the router in front of the fleet (sglang-router: ROUTERS) by its executable: it
+  titles itself `sglang::router`, which SGLang's own kill pattern `sglang::` matches,
+  and it holds no GPU;
 - a copy of an ancestor (ansible's fork for another host): the same command line,
   but only as a child of an ancestor other than init, run by the same user.
 """
@@ -45,6 +48,9 @@ DAEMONS = ("nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi", "nv
 # not the server: ending it ends every session it holds. The matching session's own
 # processes match by themselves and are released; the multiplexer is spared.
 MULTIPLEXERS = ("tmux", "screen", "zellij", "abduco", "dtach")
+# The router's executables (sglang-router 0.3.2's Rust binaries), by base name: a router
+# started on a GPU host with them is never released (a router run as `python -m` is python).
+ROUTERS = ("smg", "sglang-router")
 COMM_LEN = 15  # the kernel cuts /proc/PID/comm to 15 characters
 SYSTEM_UID_MAX = 999  # login.defs SYS_UID_MAX: daemons' own accounts (nvidia-persistenced, nvidia-dcgm)
 
@@ -87,13 +93,23 @@ def daemon_identity(info: Any, exe_trusted: Any = exe_file_trusted) -> bool:
     return bool(info.argv) and is_daemon_name(os.path.basename(info.argv[0].split(" ")[0]))
 
 
-def multiplexer_identity(info: Any, exe_trusted: Any = exe_file_trusted) -> bool:
-    """True when `info` runs a terminal multiplexer's executable (root's file, whoever runs it)."""
+def _trusted_exe_in(info: Any, names: tuple, exe_trusted: Any) -> bool:
+    """`info` runs an executable of one of NAMES (by base name) from root's file, whoever runs it."""
     exe = info.exe
     if exe is None:
         return False
     name = os.path.basename(exe[:-len(" (deleted)")] if exe.endswith(" (deleted)") else exe)
-    return name in MULTIPLEXERS and exe_trusted(info)
+    return name in names and exe_trusted(info)
+
+
+def multiplexer_identity(info: Any, exe_trusted: Any = exe_file_trusted) -> bool:
+    """True when `info` runs a terminal multiplexer's executable (root's file, whoever runs it)."""
+    return _trusted_exe_in(info, MULTIPLEXERS, exe_trusted)
+
+
+def router_identity(info: Any, exe_trusted: Any = exe_file_trusted) -> bool:
+    """True when `info` runs the router's executable (root's file, whoever runs it)."""
+    return _trusted_exe_in(info, ROUTERS, exe_trusted)
 
 
 def compile_protect(patterns: list | None) -> list:
@@ -166,4 +182,6 @@ class Protection:
             return "gpu daemon"
         if multiplexer_identity(info, self.exe_trusted):
             return "terminal multiplexer"
+        if router_identity(info, self.exe_trusted):
+            return "router"
         return None

@@ -83,6 +83,8 @@ def swap_record(runs: Mapping[str, Any], host: str, base_server: Any = None, ser
         "eagle_ready_seconds": dig(server, "ready_seconds"),
         "release_seconds": dig(teardown, "release_seconds"),
         "killed": dig(teardown, "killed"),
+        # The router side of the stop (router_url set): worker, drain_s, aborted; None without a router.
+        "drain": dig(teardown, "drain"),
         "workload": wl.describe(dig(runs, "candidate")),
         "gates": list(gates or []),
         "baseline_tok_per_j": _best_tok_per_j(dig(runs, "baseline")),

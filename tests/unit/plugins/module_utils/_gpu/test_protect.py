@@ -226,3 +226,16 @@ def test_compile_protect_refuses(raw, words):
 def test_compile_protect_accepts():
     assert protect.compile_protect(None) == []
     assert [r.pattern for r in protect.compile_protect(["a", r"b\d"])] == ["a", r"b\d"]
+
+
+@pytest.mark.parametrize("exe, trusted, reason", [
+    ("/opt/gpufleet-serving/router/bin/smg", True, "router"),
+    ("/opt/gpufleet-serving/router/bin/sglang-router", True, "router"),
+    ("/opt/gpufleet-serving/router/bin/smg", False, None),   # a user's own file named smg
+    ("/usr/bin/python3", True, None),                        # titled sglang::router, but python
+])
+def test_the_router_titled_sglang_router_is_protected_by_its_executable(exe, trusted, reason):
+    # sglang-router titles itself sglang::router, which SGLang's kill pattern sglang:: matches.
+    router = proc(400, 1, ["sglang::router"], name="sglang::router", exe=exe)
+    protection = protect.Protection(host_table(router), OWN, exe_trusted=lambda info: trusted)
+    assert protection.reason(400) == reason

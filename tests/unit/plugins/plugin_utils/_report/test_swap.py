@@ -64,8 +64,10 @@ def test_swap_start_pending_until_too_many_hosts_failed():
 def test_swap_record_and_its_line():
     record = swap.swap_record(RUNS, "h1", base_server={"ready_seconds": 31.234},
                               server={"ready_seconds": 40.5, "speculative": True},
-                              teardown={"release_seconds": 1.234, "killed": 0})
+                              teardown={"release_seconds": 1.234, "killed": 0,
+                                        "drain": {"worker": "http://h1:30000", "drain_s": 1.5, "aborted": 0}})
     assert record["outcome"] == "ok" and record["stage"] == "done"
+    assert record["drain"] == {"worker": "http://h1:30000", "drain_s": 1.5, "aborted": 0}
     assert record["eagle_tok_s"] == 121.5 and record["accept_length"] == 2.345
     assert record["line"] == (
         "h1: ok, single-stream 60.0 -> 121.5 tok/s, peak 2370.0 -> 2500.3 tok/s, accept length 2.35; "
@@ -85,7 +87,7 @@ def test_swap_record_with_telemetry_and_health_names_the_best_tok_per_j_and_the_
 def test_swap_record_without_baseline_or_teardown():
     record = swap.swap_record({"candidate": RUNS["candidate"]}, "h2", base_server=None,
                               server={"ready_seconds": 9}, teardown=None)
-    assert record["baseline_tok_s"] is None and record["release_seconds"] is None
+    assert record["baseline_tok_s"] is None and record["release_seconds"] is None and record["drain"] is None
     assert record["line"] == (
         "h2: ok, single-stream - -> 121.5 tok/s, peak - -> 2500.3 tok/s, accept length 2.35; "
         "teardown - s (- processes signalled after the stop); EAGLE-3 ready in 9.00 s, base server kept running")
