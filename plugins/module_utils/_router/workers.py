@@ -96,8 +96,26 @@ def absent(kind: RouterKind, api: HttpClient, url: str, min_healthy: int = 1, ch
         workers = [w for w in workers if w is not found]
     else:
         kind.remove(api, found)
-        workers = kind.workers(api)
+        workers = _until_gone(kind, api, url, clock)
     return dict(_result(workers, found, url, found.id, started, clock), removed=True, changed=True)
+
+
+# sglang-router 0.3.2 answers DELETE /workers/{id} with 202 and removes the worker in a job of its
+# own: until its listing drops the worker, the router may still send it requests.
+REMOVAL_WAIT_S = 10.0
+
+
+def _until_gone(kind: RouterKind, api: HttpClient, url: str, clock: Callable[[], float]) -> list:
+    """The router's workers once URL is no longer among them (within REMOVAL_WAIT_S)."""
+    deadline = clock() + REMOVAL_WAIT_S
+    while True:
+        workers = kind.workers(api)
+        if find(workers, url) is None:
+            return workers
+        if clock() > deadline:
+            raise RouterError("the router at %s still lists worker %s %.0f s after it accepted its removal; look at"
+                              " the router's log" % (api.base_url, url, REMOVAL_WAIT_S))
+        time.sleep(0.05)
 
 
 def info(kind: RouterKind, api: HttpClient, metrics_url: str | None = None, validate_certs: bool = True) -> dict:
