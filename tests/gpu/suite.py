@@ -649,7 +649,7 @@ def case_telemetry(s):
     s.started.append(window)
     hello = json.loads(window.stdout.readline() or "{}")
     check(hello.get("ready"), "the collection's sampler did not start: %s" % hello.get("error"))
-    readings, proc, lines = [], None, []  # readings: (perf_counter, _now())
+    readings, proc, lines, t0 = [], None, [], time.perf_counter()  # readings: (perf_counter, _now())
     try:
         e0, t0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter()
         proc = subprocess.Popen([PY, os.path.join(HERE, "burn.py"), "--title", s.title("burn"), "--seconds",

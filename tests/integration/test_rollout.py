@@ -54,7 +54,7 @@ class Load:
         self.stopping = threading.Event()
         self.requests = []
         self.healthy = []  # (time, healthy workers listed)
-        self.threads = [threading.Thread(target=self._client, daemon=True) for _ in range(CLIENTS)]
+        self.threads = [threading.Thread(target=self._client, daemon=True) for unused in range(CLIENTS)]
         self.threads.append(threading.Thread(target=self._watch, daemon=True))
 
     def _running(self):
@@ -95,8 +95,8 @@ class Load:
         return {"sent": len(self.requests), "ok": len(ok), "failed": len(failed), "broken": len(broken),
                 "lost": len(self.requests) - len(ok),
                 "median_s": round(statistics.median(r["end"] - r["start"] for r in ok), 2) if ok else None,
-                "min_healthy": min((n for _, n in self.healthy if n is not None), default=None),
-                "router_unread": sum(1 for _, n in self.healthy if n is None)}
+                "min_healthy": min((n for unused_t, n in self.healthy if n is not None), default=None),
+                "router_unread": sum(1 for unused_t, n in self.healthy if n is None)}
 
 
 def _healthy(router):
