@@ -88,8 +88,8 @@ static char g_driver[80] = "580.95.05";
 static long long g_delay_ms = 120;
 /* The power and clocks model (config keys of the same names; see "power" below). */
 static long long g_energy_period_ms = 100, g_power_max_w = 700;
-static long long g_sm_clock_max = 1980, g_sm_clock_default = 1755, g_sm_clock_idle = 345;
-static long long g_mem_clock = 2619;
+static long long g_sm_clock_max = 1980, g_sm_clock_default = 1980, g_sm_clock_idle = 885;
+static long long g_mem_clock = 3201;
 static fake_dev g_devs[MAX_GPUS];
 static int g_devfds[MAX_GPUS + 4];
 static int g_ndevfds;

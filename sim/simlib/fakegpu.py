@@ -104,13 +104,14 @@ LIB_NAME = "libnvidia-ml.so.1"
 FAULTS = ("hang", "lost", "no_v2", "no_energy")
 # The power model's defaults (nvml/config keys of the same names; fakenvml.c reads them too).
 # An H100/H200 SXM board: 700 W limit, SM clocks as `nvidia-smi -q -d CLOCK` prints them
-# (max 1980 MHz, default applications clock 1755 MHz, memory 2619 MHz); idle 70 W.
+# as an H200 read them (docs/real-gpu.md, 2026-12-05): max and default applications clock 1980 MHz,
+# idle SM 885 MHz, memory 3201 MHz; idle 70 W.
 POWER_MODEL = {
     "energy_period_ms": 100,  # the counter's update period, as measured on an H200 (docs/real-gpu.md)
     "power_idle_w": 70,       # drawn with no load
     "power_max_w": 700,       # drawn at full load (and the enforced power limit)
-    "sm_clock_max_mhz": 1980, "sm_clock_default_mhz": 1755, "sm_clock_idle_mhz": 345,
-    "mem_clock_mhz": 2619,
+    "sm_clock_max_mhz": 1980, "sm_clock_default_mhz": 1980, "sm_clock_idle_mhz": 885,
+    "mem_clock_mhz": 3201,
 }
 # Busy at any load draws at least this share of the span between idle and full power.
 BUSY_FLOOR = 0.3

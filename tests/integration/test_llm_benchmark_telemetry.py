@@ -117,6 +117,6 @@ def test_a_thermal_fault_flags_the_level_throttled_with_its_reason(fleet):
         fakegpu.set_health(fleet["root"], 2, clear=True)
     assert lv["throttled"] is True
     assert lv["throttle_reasons"] == ["hw_thermal_slowdown", "sm_clock_below_75pct_of_default"]
-    assert lv["sm_clock_min_mhz"] == 1755 // 2 and lv["telemetry"]["violation_s"]["thermal"] > 0
+    assert lv["sm_clock_min_mhz"] == 1980 // 2 and lv["telemetry"]["violation_s"]["thermal"] > 0
     off = bench(fleet, telemetry=False, requests_per_level=8, output_len=16)
     assert off["telemetry"]["enabled"] is False and "energy_j" not in off["levels"][0]

@@ -60,12 +60,12 @@ def test_energy_is_the_integral_of_the_power_a_load_draws(root):
     reader = Reader(root)
     try:
         idle = reader.read()
-        assert idle["power_mw"] == 70000 and idle["sm"] == 345 and idle["reasons"] == 0x1 and idle["util"] == 0
+        assert idle["power_mw"] == 70000 and idle["sm"] == 885 and idle["reasons"] == 0x1 and idle["util"] == 0
         fakegpu.set_load(root, [0], 1.0)
         busy = reader.read()
         assert busy["power_mw"] == 700000 and busy["sm"] == 1980 and busy["reasons"] == 0 and busy["util"] == 100
-        assert busy["temperature"] == 80 and busy["mem"] == 2619
-        assert (busy["sm_max"], busy["sm_default"], busy["sm_default_app"], busy["limit_mw"]) == (1980, 1755, 1755, 700000)
+        assert busy["temperature"] == 80 and busy["mem"] == 3201
+        assert (busy["sm_max"], busy["sm_default"], busy["sm_default_app"], busy["limit_mw"]) == (1980, 1980, 1980, 700000)
         fakegpu.set_load(root, [0], 0.5)
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
@@ -94,7 +94,7 @@ def test_a_thermal_fault_drops_the_clock_sets_the_reason_and_counts_violation_ti
     finally:
         reader.close()
     assert clean["viol_thermal_ns"] == 0 and clean["sm"] == 1980
-    assert hot["reasons"] & 0x40 and hot["sm"] == 1755 // 2 and hot["temperature"] == 88
+    assert hot["reasons"] & 0x40 and hot["sm"] == 1980 // 2 and hot["temperature"] == 88
     assert hot["power_mw"] == 385000  # 70 W + half the 630 W span
     assert later["viol_thermal_ns"] - hot["viol_thermal_ns"] >= 150_000_000
     assert later["viol_power_ns"] == 0

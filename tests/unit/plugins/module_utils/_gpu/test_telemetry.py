@@ -149,7 +149,7 @@ def test_the_sampler_measures_the_kits_own_energy_integral_within_half_a_percent
     assert fig["power_avg_w"] == pytest.approx(2 * 611.8, rel=0.01)  # 70 + 630 x (0.3 + 0.7 x 0.8) each
     assert fig["throttled"] is False and fig["sm_clock_min_mhz"] == 1980
     tel = fig["telemetry"]
-    assert tel["energy_source"] == "counter" and tel["samples"] >= 20 and tel["sm_clock_default_mhz"] == [1755, 1755]
+    assert tel["energy_source"] == "counter" and tel["samples"] >= 20 and tel["sm_clock_default_mhz"] == [1980, 1980]
     assert tel["temperature_max_c"] == 71 and tel["violation_s"] == {"power": 0.0, "thermal": 0.0}
 
 
@@ -161,7 +161,7 @@ def test_an_injected_slowdown_is_flagged_with_its_reason(root, fault, reason, vi
     fig = sample_run(root, fault=fault, seconds=1.0)["fig"]
     assert fig["throttled"] is True
     assert fig["throttle_reasons"] == sorted([reason, telemetry.CLOCK_FLOOR_REASON])
-    assert fig["sm_clock_min_mhz"] == 1755 // 2
+    assert fig["sm_clock_min_mhz"] == 1980 // 2
     assert fig["telemetry"]["violation_s"][violation] > 0.5
 
 
