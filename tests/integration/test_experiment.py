@@ -283,16 +283,6 @@ def test_an_interrupted_experiment_resumes(request, tmp_path):
     assert _records(results) == ["sim-h1/ep8.json", "sim-h1/tp8.json"]
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [], report["failures"]
-    goodput = [g for g in report["gates"] if g["gate"] == "min_goodput_fraction"]
-    assert len(goodput) == 4 and all(g["passed"] and g["value"] == 1.0 for g in goodput), goodput
-    assert all(c is None or c["concurrency"] == 4 for c in report["categories"].values()), report["categories"]
-    md = (results / "experiment.md").read_text()
-    assert "sglang-base: the simulated fleet does not model --chunked-prefill-size" in md, md[-3000:]
-    assert "sglang-eagle3: the simulated fleet does not model" not in md, md[-3000:]
-    # Four requests a level: categories with fewer than 10, said in the play's closing lines (spread: one
-    # group for the fleet).
-    assert "fleet (spread over 2 hosts): WARNING: fewer than 10 requests at concurrency 4 in " in run.output, \
-        run.output[-6000:]
     assert fleet.ssh(1, LEFT).stdout.strip() == ""
 
 

@@ -70,7 +70,7 @@ def test_record_failure_and_report(tmp_path):
     summary = json.loads((report_dir / "summary.json").read_text())
     hosts = {h["host"]: h for h in summary["hosts"]}
     assert summary["missing"] == ["h-gone"]
-    assert summary["report"] == {"json": None, "markdown": None, "plot": None}
+    assert summary["report"] == {"json": None, "markdown": None, "plot": None, "html": None}
     assert hosts["h-ok"] == {"host": "h-ok", "outcome": "ok", "line": "h-ok: ok"}
     bad = hosts["h-bad"]
     assert (bad["outcome"], bad["stage"], bad["unreachable"]) == ("failed", "work", False)
