@@ -63,7 +63,7 @@ def test_the_metadata_points_at_runtime_files_only():
     ee = yaml.safe_load((META / "execution-environment.yml").read_text())
     assert ee["dependencies"] == {"python": "meta/ee-requirements.txt", "system": "meta/ee-bindep.txt"}
     reqs = requirement_lines(META / "ee-requirements.txt")
-    assert {dist(r) for r in reqs} == {"psutil", "nvidia-ml-py", "matplotlib"}
+    assert {dist(r) for r in reqs} == {"psutil", "nvidia-ml-py", "prometheus_client", "matplotlib"}
     # Lower bounds only: an exact pin would clash with another collection's in the same EE.
     assert all(">=" in r and "==" not in r for r in reqs), reqs
     assert not {dist(r) for r in reqs} & DEV_ONLY

@@ -98,8 +98,10 @@ class UvicornHandler(BaseHTTPRequestHandler):
         self.send_header("content-type", ctype)
         self.send_header("content-length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        # uvicorn writes its access line when the response starts (httptools_impl.py, send on
+        # http.response.start), so a client that has the whole response never precedes it in the log.
         self._access(code)
+        self.wfile.write(body)
 
     def _json(self, code, obj):
         self._send(code, dumps(obj))
