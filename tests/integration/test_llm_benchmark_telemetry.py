@@ -53,7 +53,10 @@ def fleet(tmp_path_factory):
     if not (SIM_PY.exists() and SIM_MODEL.exists()):
         pytest.skip("the simulated SGLang server (sim/bin/sglang-python) is absent")
     tmp = tmp_path_factory.mktemp("telemetry")
-    root = fakegpu.init(str(tmp / "gpu"), gpus=9, name="NVIDIA H200", memory_mib=143771, release_delay_ms=0)
+    # A counter updated every 20 ms: these levels last a few seconds, and the sampler's bound is the update period
+    # over the window (the kit's default, 100 ms, is the H200's: docs/telemetry.md).
+    root = fakegpu.init(str(tmp / "gpu"), gpus=9, name="NVIDIA H200", memory_mib=143771, release_delay_ms=0,
+                        energy_period_ms=20)
     port = free_port()
     log_path = tmp / "sim.log"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(map(str, SERVER_GPUS)), **fakegpu.env(root))

@@ -24,9 +24,8 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._deps import miss
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import telemetry
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ports import listener_pid
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import descendants, psutil, read_environ, snapshot
-
-WILDCARDS = ("0.0.0.0", "::")
 
 
 def _addresses(hostname: str) -> set:
@@ -52,17 +51,7 @@ def _is_local(addresses: set) -> bool:
 
 def _listener(addresses: set, port: int) -> int | None:
     """The PID listening on one of ADDRESSES (or on every address) at TCP PORT, when it can be seen."""
-    if psutil is None:
-        return None
-    try:
-        conns = psutil.net_connections(kind="tcp")
-    except (psutil.AccessDenied, OSError):
-        return None
-    for conn in conns:
-        if (conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid
-                and (conn.laddr.ip in addresses or conn.laddr.ip in WILDCARDS)):
-            return conn.pid
-    return None
+    return listener_pid(addresses, port)
 
 
 def _from_cvd(value: str) -> list | None:

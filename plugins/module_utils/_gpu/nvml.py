@@ -74,8 +74,9 @@ def _text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _serve(req_fd, rep_fd):
-    """Child: init NVML once, then answer requests until the pipe closes."""
+def child_start(req_fd, rep_fd, hello):
+    """A session child's start: its pipes opened, NVML initialised, HELLO(pynvml) -> (state, greeting) run and
+    {"ok": true, **greeting} sent; (reader, reply, pynvml, state), or None once an init failure was replied."""
     reader = os.fdopen(req_fd, "r")
     writer = os.fdopen(rep_fd, "w")
 
@@ -86,12 +87,25 @@ def _serve(req_fd, rep_fd):
     try:
         import pynvml
         pynvml.nvmlInit()
-        driver = _text(pynvml.nvmlSystemGetDriverVersion())
-        count = pynvml.nvmlDeviceGetCount()
+        state, greeting = hello(pynvml)
     except Exception as exc:  # report any init failure verbatim
         reply({"error": "init", "msg": str(exc), "kind": type(exc).__name__})
+        return None
+    reply(dict(greeting, ok=True))
+    return reader, reply, pynvml, state
+
+
+def _driver_and_count(pynvml):
+    count = pynvml.nvmlDeviceGetCount()
+    return count, {"driver": _text(pynvml.nvmlSystemGetDriverVersion()), "count": count}
+
+
+def _serve(req_fd, rep_fd):
+    """Child: init NVML once, then answer requests until the pipe closes."""
+    started = child_start(req_fd, rep_fd, _driver_and_count)
+    if started is None:
         return
-    reply({"ok": True, "driver": driver, "count": count})
+    reader, reply, pynvml, count = started
     readers = {"snapshot": _gpu_record, "health": _health_record}
     for line in reader:
         req = json.loads(line)

@@ -18,14 +18,13 @@ GPU does not support, leave the figures None with a note saying why.
 from __future__ import annotations
 
 import json
-import os
 import select
 import time
 from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import missing
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.health import CLOCKS_EVENT_REASONS
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession, child_start
 
 INTERVAL_S = 0.1  # 10 Hz, AIPerf's default GPU telemetry rate is 3.3 Hz
 SLOW_EVERY = 10  # the slow readings once a second
@@ -130,22 +129,15 @@ def _sample(gpus: list, tick: int) -> list:
 
 def _serve(req_fd: int, rep_fd: int, indices: list) -> None:  # pragma: no cover - runs in the child
     """Child: init NVML, then sample every INTERVAL_S and answer begin/end between ticks."""
-    reader = os.fdopen(req_fd, "r")
-    writer = os.fdopen(rep_fd, "w")
-
-    def reply(obj):
-        writer.write(json.dumps(obj) + "\n")
-        writer.flush()
-
-    try:
-        import pynvml
-        pynvml.nvmlInit()
+    def hello(pynvml):
         gpus = [_Gpu(pynvml, i) for i in indices]
-    except Exception as exc:  # report any init failure verbatim
-        reply({"error": "init", "msg": str(exc), "kind": type(exc).__name__})
+        return gpus, {"default_sm_mhz": [g.default_sm for g in gpus],
+                      "default_sm_source": [g.default_sm_source for g in gpus]}
+
+    started = child_start(req_fd, rep_fd, hello)
+    if started is None:
         return
-    reply({"ok": True, "default_sm_mhz": [g.default_sm for g in gpus],
-           "default_sm_source": [g.default_sm_source for g in gpus]})
+    reader, reply, unused, gpus = started
     samples, tick, sampling = [], 0, False
     next_at = time.monotonic()
     while True:

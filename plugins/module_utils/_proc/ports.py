@@ -29,17 +29,30 @@ def port_holder(host: str, port: int) -> str | None:
     return _who_listens(host, port) or "a process not visible from here (another user or PID namespace)"
 
 
-def _who_listens(host, port):
+WILDCARDS = ("0.0.0.0", "::")
+
+
+def listener_pid(addresses, port):
+    """The PID listening at TCP PORT on one of ADDRESSES or on every address, when it can be seen."""
+    if psutil is None:
+        return None
     try:
         conns = psutil.net_connections(kind="tcp")
     except (psutil.AccessDenied, OSError):
         return None
     for conn in conns:
         if (conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid
-                and conn.laddr.ip in (host, "0.0.0.0", "::")):
-            try:
-                proc = psutil.Process(conn.pid)
-                return "pid %d (%s, user %s)" % (conn.pid, " ".join(proc.cmdline()).strip()[:160], proc.username())
-            except psutil.Error:
-                return "pid %d" % conn.pid
+                and (conn.laddr.ip in addresses or conn.laddr.ip in WILDCARDS)):
+            return conn.pid
     return None
+
+
+def _who_listens(host, port):
+    pid = listener_pid({host}, port)
+    if pid is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        return "pid %d (%s, user %s)" % (pid, " ".join(proc.cmdline()).strip()[:160], proc.username())
+    except psutil.Error:
+        return "pid %d" % pid
