@@ -17,7 +17,7 @@ import os
 import select
 import signal
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import check as check_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
@@ -74,7 +74,7 @@ def _text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def child_start(req_fd, rep_fd, hello):
+def child_start(req_fd: int, rep_fd: int, hello: Callable[[Any], tuple]) -> tuple | None:
     """A session child's start: its pipes opened, NVML initialised, HELLO(pynvml) -> (state, greeting) run and
     {"ok": true, **greeting} sent; (reader, reply, pynvml, state), or None once an init failure was replied."""
     reader = os.fdopen(req_fd, "r")

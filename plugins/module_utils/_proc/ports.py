@@ -32,7 +32,7 @@ def port_holder(host: str, port: int) -> str | None:
 WILDCARDS = ("0.0.0.0", "::")
 
 
-def listener_pid(addresses, port):
+def listener_pid(addresses: set | frozenset | tuple, port: int) -> int | None:
     """The PID listening at TCP PORT on one of ADDRESSES or on every address, when it can be seen."""
     if psutil is None:
         return None
