@@ -140,9 +140,10 @@ samples:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.probe import probe_task
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._router import registry
-from ansible_collections.gpufleet.serving.plugins.module_utils._router.probe import probe_task
+from ansible_collections.gpufleet.serving.plugins.module_utils._router.sampling import sampler
 
 
 def main():
@@ -168,7 +169,8 @@ def main():
         ),
         supports_check_mode=False,
     )
-    run_module(module, probe_task, module.params)
+    # The load (_bench) and the router's readings (_router) meet here.
+    run_module(module, lambda params: probe_task(params, sampler(params)), module.params)
 
 
 if __name__ == "__main__":

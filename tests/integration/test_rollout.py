@@ -10,7 +10,7 @@ swap_to_eagle.yml relaunches one host at a time:
 - with router_url, each server leaves the router, drains by its own count, is stopped, relaunched
   and put back once healthy: 0 failed requests, 0 broken streams, never fewer than 2 healthy
   workers in the router;
-- swap_to_base.yml back the same way: 0 lost;
+- swap_to_base.yml back the same way under the shipped probe (rollout_probe): its report says 0 lost;
 - then swap_to_eagle.yml on one host without router_url: the router keeps sending requests to the
   server being stopped, and the client sees them fail;
 - then the refusals, each leaving the host serving and in the router: a removal below
@@ -134,16 +134,25 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
     # Every host is back in the router, healthy, serving EAGLE-3.
     assert _healthy(router) == workers
 
-    # And back: swap_to_base.yml, serial, behind the router, under the same load.
-    with Load(router, deadline=600) as load:
-        assert sse_client.stream(load.port, 4, timeout=30)["done"]
-        back = fleet.playbook("swap_to_base.yml", dict(swap_serial=1, router_url=router.url, drain_timeout=60,
-                                                       swap_report_dir=str(tmp_path / "back")), timeout=600)
-    routed_back = load.figures()
-    print("swap_to_base with router_url:", routed_back)
+    # And back: swap_to_base.yml, serial, behind the router, under the shipped probe's load
+    # (rollout_probe: the same 8 streaming clients, started by the playbook, reported by it).
+    back_dir = tmp_path / "back"
+    back = fleet.playbook("swap_to_base.yml", dict(
+        swap_serial=1, router_url=router.url, drain_timeout=60, swap_report_dir=str(back_dir), rollout_probe=True,
+        rollout_probe_clients=CLIENTS, rollout_probe_output_len=TOKENS), timeout=600)
     assert back.returncode == 0, back.output[-6000:]
-    assert routed_back["lost"] == 0 and routed_back["min_healthy"] >= 2, routed_back
-    assert routed_back["ok"] >= 3 * CLIENTS and _healthy(router) == workers, routed_back
+    probed = json.loads((back_dir / "rollout_probe.json").read_text())
+    figures = {k: probed[k] for k in ("sent", "completed", "failed", "broken", "healthy_floor", "healthy_max")}
+    print("swap_to_base with router_url, rollout_probe:", figures, probed["phases"], probed["hosts"])
+    assert probed["failed"] == 0 and probed["broken"] == 0 and probed["completed"] == probed["sent"], figures
+    assert probed["completed"] >= 3 * CLIENTS and probed["healthy_floor"] == 2 and probed["healthy_max"] == 3, figures
+    assert probed["router_unread"] == 0 and all(probed["phases"][p]["requests"] > 0 for p in ("before", "after"))
+    assert [h["worker"] for h in probed["hosts"]] == workers, probed["hosts"]
+    assert all(h["drain_s"] is not None and h["out_of_router_s"] > 0 for h in probed["hosts"]), probed["hosts"]
+    assert "requests through the router, %d completed, 0 failed, 0 broken streams; fewest healthy workers 2 of 3" \
+        % probed["completed"] in back.output, back.output[-4000:]
+    assert (back_dir / "rollout_probe.md").exists() and (back_dir / "rollout_probe.png").stat().st_size > 10000
+    assert _healthy(router) == workers
 
     # The same swap on one host without router_url: the router is never told, the server is
     # stopped under load (a 3 s stop timeout keeps it short: SGLang drains with no deadline).

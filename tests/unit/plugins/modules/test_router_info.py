@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """modules/router_info.py run as Ansible runs it, against the real sglang-router 0.3.2: its
 documented options are its argument spec; workers, healthy count and the smg_* metrics; the
-router group's options are specified alike in both router modules, and their kind choices are
+router group's options are specified alike in the router modules, and their kind choices are
 the registry's."""
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ def test_documented_options_are_the_argument_spec():
     assert module_docs.mismatches("router_info") == []
 
 
-def test_the_router_options_are_the_same_in_both_modules_and_the_kinds_the_registry():
+def test_the_router_options_are_the_same_in_every_router_module_and_the_kinds_the_registry():
     shared = yaml.safe_load(Router.DOCUMENTATION)["options"]
     assert shared["router_kind"]["choices"] == registry.names()
-    specs = [{name: module_docs.spec(module)[name] for name in shared} for module in ("router_worker", "router_info")]
-    assert specs[0] == specs[1]
+    specs = [{name: module_docs.spec(module)[name] for name in shared} for module in ("router_worker", "router_info", "router_probe")]
+    assert specs[0] == specs[1] == specs[2]
 
 
 def test_workers_healthy_count_and_metrics(router, tiny):

@@ -4,8 +4,9 @@
 """A steady load through a router for the length of a rollout, and the router's workers meanwhile.
 
 `clients` streaming clients send one request after the other through the router (llm_benchmark's
-own client: _bench.client.run_request), and the router's worker list is read every
-`sample_interval` seconds. It runs until `stop_file` exists (the rollout has ended), then
+own client: client.run_request), and `sample(seconds since the start)` (the router's worker list:
+_router/sampling.py; the router_probe module joins the two) is called every `sample_interval`
+seconds. It runs until `stop_file` exists (the rollout has ended), then
 `after_s` seconds more, so the report has a before, a during and an after. `ready_file` is
 written once `before_s` seconds have passed and a request has ended: the rollout starts then.
 
@@ -26,8 +27,6 @@ from typing import Any, Callable
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import run_request
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stream import Endpoint
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.verdict import completed
-from ansible_collections.gpufleet.serving.plugins.module_utils._router.kind import RouterError, RouterKind
-from ansible_collections.gpufleet.serving.plugins.module_utils._router.workers import from_params
 
 COMPLETIONS = "/v1/completions"
 
@@ -59,25 +58,15 @@ def request_row(rec: Any, t0: float) -> dict:
             "error": None if rec.error is None else str(rec.error)[:200]}
 
 
-def sample_row(kind: RouterKind, api: Any, when: float) -> dict:
-    """The router's workers at WHEN: healthy and listed URLs, or why they could not be read."""
-    try:
-        workers = kind.workers(api)
-    except RouterError as exc:
-        return {"t": round(when, 3), "healthy": None, "listed": None, "error": str(exc)[:200]}
-    return {"t": round(when, 3), "healthy": sorted(w.url for w in workers if w.healthy),
-            "listed": sorted(w.url for w in workers), "error": None}
-
-
 class Probe:
     """The load and the sampler, on one asyncio loop; run() blocks until the end."""
 
-    def __init__(self, kind: RouterKind, api: Any, router_url: str, stop_file: str, ready_file: str | None = None,
+    def __init__(self, sample: Callable[[float], dict], router_url: str, stop_file: str, ready_file: str | None = None,
                  clients: int = 8, input_len: int = 32, output_len: int = 200, model: str = "default",
                  api_key: str | None = None, request_timeout: float = 120.0, sample_interval: float = 0.5,
                  before_s: float = 5.0, after_s: float = 5.0, max_s: float = 3600.0,
                  clock: Callable[[], float] = time.perf_counter) -> None:
-        self.kind, self.api, self.clock, self.router_url = kind, api, clock, router_url
+        self.sample, self.clock, self.router_url = sample, clock, router_url
         self.endpoint = Endpoint(router_url, api_key=api_key)
         self.stop_file, self.ready_file = stop_file, ready_file
         self.clients, self.input_len, self.output_len, self.model = clients, input_len, output_len, model
@@ -104,8 +93,7 @@ class Probe:
     async def _sampler(self) -> None:
         loop = asyncio.get_running_loop()
         while not self.stopping:
-            self.samples.append(await loop.run_in_executor(None, sample_row, self.kind, self.api,
-                                                           self.clock() - self.t0))
+            self.samples.append(await loop.run_in_executor(None, self.sample, self.clock() - self.t0))
             await asyncio.sleep(self.sample_interval)
 
     def _ready(self, elapsed: float) -> bool:
@@ -137,12 +125,9 @@ class Probe:
                 "samples": self.samples}
 
 
-def probe_task(params: dict) -> dict:
-    """router_probe: the router's workers read once (an unreachable router fails here, before any
-    load), then the probe until the stop file."""
-    kind, api = from_params(params)
-    kind.workers(api)
-    probe = Probe(kind, api, params["router_url"], params["stop_file"], params["ready_file"], params["clients"],
+def probe_task(params: dict, sample: Callable[[float], dict]) -> dict:
+    """router_probe: the probe with the module's options until the stop file."""
+    probe = Probe(sample, params["router_url"], params["stop_file"], params["ready_file"], params["clients"],
                   params["input_len"], params["output_len"], params["model"], params["client_api_key"],
                   params["stream_timeout"], params["sample_interval"], params["before_s"], params["after_s"],
                   params["max_s"])

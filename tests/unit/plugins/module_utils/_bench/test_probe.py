@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_router/probe.py through the real sglang-router 0.3.2 in front of two stand-in servers
+"""_bench/probe.py through the real sglang-router 0.3.2 in front of two stand-in servers
 (tests/support/servers/standin.py): the ready file once the `before` load ran, every request
-recorded with its outcome and latencies, the router's workers sampled while one leaves it, the end
-after the stop file; a router that does not answer fails before any load; outcomes of cut streams."""
+recorded with its outcome and latencies, the router's workers sampled (_router/sampling.py) while one
+leaves it, the end after the stop file; outcomes of cut streams."""
 
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ import threading
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record
-from ansible_collections.gpufleet.serving.plugins.module_utils._router import probe, registry, workers
-from ansible_collections.gpufleet.serving.plugins.module_utils._router.kind import RouterUnreachable
-from tests.support.net import free_port
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import probe
+from ansible_collections.gpufleet.serving.plugins.module_utils._router import registry, sampling, workers
 from tests.support.polling import poll
 from tests.support.servers.launch import StandIn
 
@@ -35,7 +34,7 @@ def test_the_probe_loads_the_router_until_the_stop_file_and_samples_its_workers(
     started = router(urls)
     api = workers.client(started.url)
     stop, ready = tmp_path / "stop", tmp_path / "ready"
-    run = probe.Probe(KIND, api, started.url, str(stop), str(ready), clients=2, output_len=20,
+    run = probe.Probe(lambda when: sampling.sample_row(KIND, api, when), started.url, str(stop), str(ready), clients=2, output_len=20,
                       sample_interval=0.05, before_s=0.3, after_s=0.3, max_s=60)
     out = {}
     thread = threading.Thread(target=lambda: out.update(run.run()), daemon=True)
@@ -53,13 +52,6 @@ def test_the_probe_loads_the_router_until_the_stop_file_and_samples_its_workers(
     assert [r["start"] for r in out["requests"]] == sorted(r["start"] for r in out["requests"])
     assert out["samples"][0]["healthy"] == sorted(urls) and out["samples"][-1]["healthy"] == urls[:1]
     assert all(s["error"] is None for s in out["samples"])
-
-
-def test_a_router_that_does_not_answer_fails_before_any_load(tmp_path):
-    params = {"router_url": "http://127.0.0.1:%d" % free_port(), "api_key": None, "validate_certs": True,
-              "router_kind": "sglang-router", "request_timeout": 2}
-    with pytest.raises(RouterUnreachable, match="does not answer"):
-        probe.probe_task(dict(params, stop_file=str(tmp_path / "stop")))
 
 
 @pytest.mark.parametrize("status, chunks, done, error, expected", [
