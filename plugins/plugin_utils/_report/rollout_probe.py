@@ -168,4 +168,3 @@ def build(probe: dict, drains: dict | None, dest_dir: str, title: str, basename:
     out.update(figures={k: data[k] for k in ("sent", "completed", "failed", "broken", "healthy_floor")},
                headline=headline(data))
     return out
-

@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench import probe
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import Record
 from ansible_collections.gpufleet.serving.plugins.module_utils._router import registry, sampling, workers
 from tests.support.polling import poll
 from tests.support.servers.launch import StandIn
