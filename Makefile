@@ -12,7 +12,7 @@ VENV_NEWEST := .venv-newest
 VPY_NEWEST := $(VENV_NEWEST)/bin/python
 COLL_LINK := build/collections/ansible_collections/gpufleet/serving
 
-.PHONY: setup setup-vllm system-packages test lint demo demo-engines bench clean
+.PHONY: setup setup-vllm system-packages test lint demo demo-engines demo-rollout bench clean
 
 setup: system-packages $(VENV)/.installed $(VENV_NEWEST)/.installed build/fakenvml/libnvidia-ml.so.1 $(COLL_LINK) build/sglang-real/.installed build/router/.installed
 
@@ -82,6 +82,11 @@ demo: setup
 # The engine comparison on a simulated 2-host fleet: compare_engines.yml with EAGLE-3, the table.
 demo-engines: setup
 	bash scripts/demo_engines.sh
+
+# A rolling swap to EAGLE-3 on a simulated 3-host fleet behind the real sglang-router under a steady
+# load through it (rollout_probe): the probe's table, its plot, "0 failed" (docs/rollout.md).
+demo-rollout: setup
+	bash scripts/demo_rollout.sh
 
 bench: setup
 	$(VPY) bench/release_vs_oneliner.py

@@ -4,7 +4,8 @@
 # (also on failure or Ctrl-C), so a demo leaves nothing running.
 #
 #   demo_start NAME            root check, make setup when needed, $work and $fleet, the trap
-#   demo_fleet_up PORT WHAT    the fleet up (sshd on 127.0.0.2/3:PORT), WHAT for the banner
+#   demo_fleet_up PORT WHAT [HOSTS]  the fleet up (HOSTS hosts, default 2, sshd on 127.0.0.2...:PORT),
+#                              WHAT for the banner
 #
 # Sets repo (and cd's there), work and fleet.
 repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -37,7 +38,7 @@ demo_cleanup() {
 }
 
 demo_fleet_up() {
-    echo "== simulated fleet: 2 hosts x 8 GPUs (sshd on 127.0.0.2/3:$1, $2)"
-    .venv/bin/python sim/simctl fleet up "$fleet" --hosts 2 --gpus 8 --port "$1"
+    echo "== simulated fleet: ${3:-2} hosts x 8 GPUs (sshd on 127.0.0.2...:$1, $2)"
+    .venv/bin/python sim/simctl fleet up "$fleet" --hosts "${3:-2}" --gpus 8 --port "$1"
     .venv/bin/python sim/simctl fleet status "$fleet"
 }
