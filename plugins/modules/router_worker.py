@@ -77,6 +77,14 @@ options:
         (before changing anything) a removal that would leave fewer. V(0) allows removing the last one.
     type: int
     default: 1
+  missing:
+    description:
+      - With O(state=absent), what a worker the router does not list means. V(ignore) - nothing to remove
+        (C(changed=false)). V(fail) - refuse before anything changes, naming the workers the router lists (a rollout
+        expects every running server in its router; one missing says the router was restarted without it).
+    type: str
+    choices: [ignore, fail]
+    default: ignore
 seealso:
   - module: gpufleet.serving.router_info
   - name: The gpufleet.serving.router role
@@ -167,6 +175,7 @@ def main():
             timeout=dict(type="float", default=300),
             poll_interval=dict(type="float", default=0.5),
             min_healthy=dict(type="int", default=1),
+            missing=dict(type="str", default="ignore", choices=["ignore", "fail"]),
         ),
         supports_check_mode=True,
     )

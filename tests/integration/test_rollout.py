@@ -16,7 +16,8 @@ swap_to_eagle.yml relaunches one host at a time:
 - then the refusals, each leaving the host serving and in the router: a removal below
   router_min_healthy (before anything is touched), a drain that runs out of time under load (the
   worker is put back, the failure names the requests in flight); and reset.yml with reset_drain
-  stops a host under load without losing a request; drain_force stops a host whose drain ran out.
+  stops a host under load without losing a request; drain_force stops a host whose drain ran out;
+  a router restarted without the fleet's servers makes the next removal refuse, the host untouched.
 The load is bounded (8 clients, each request 200 tokens, each run under a deadline) and on loopback.
 """
 
@@ -208,3 +209,12 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
     assert stopped.returncode == 0, stopped.output[-4000:]
     assert not forced.join(60)["long"]["done"], forced.results
     assert _healthy(router) == workers[:1]
+
+    # The router restarted without the fleet's servers (a fresh router that lists none): the next
+    # removal refuses before the host is touched, naming what the router lists.
+    fresh = start_router(procs, tmp_path)
+    lost = fleet.playbook("teardown.yml", dict(routed_vars, router_url=fresh.url), args=["--limit", fleet.name(1)])
+    assert lost.returncode != 0, lost.output[-4000:]
+    assert "refusing to take worker %s out of the router at %s: the router does not list it (it lists 0 worker(s)); " \
+        "was the router restarted without the fleet's servers?" % (workers[0], fresh.url) in lost.output, lost.output[-4000:]
+    assert fleet.server_info(1) and _healthy(router) == workers[:1]

@@ -77,13 +77,22 @@ def present(kind: RouterKind, api: HttpClient, url: str, worker_api_key: str | N
 
 
 def absent(kind: RouterKind, api: HttpClient, url: str, min_healthy: int = 1, check_mode: bool = False,
-           clock: Callable[[], float] = time.monotonic) -> dict:
+           clock: Callable[[], float] = time.monotonic, missing: str = "ignore") -> dict:
     """Remove URL from the router, unless that would leave fewer than MIN_HEALTHY healthy workers.
 
-    A URL the router does not list is nothing to do (changed false, removed false)."""
+    A URL the router does not list is nothing to do (changed false, removed false), or, with
+    MISSING "fail", a refusal: a rollout expects every running server of the fleet in its router, and
+    one that is not there says the router was restarted without it (or never had it)."""
     started = clock()
     workers = kind.workers(api)
     found = find(workers, url)
+    if found is None and missing == "fail":
+        raise RouterError("refusing to take worker %s out of the router at %s: the router does not list it (it lists"
+                          " %d worker(s)%s); was the router restarted without the fleet's servers? Nothing was"
+                          " changed: put them back (playbooks/router.yml, or router_worker state=present) and run"
+                          " again" % (url, api.base_url, len(workers),
+                                      ": " + ", ".join(w.url for w in workers) if workers else ""),
+                          result=dict(_result(workers, None, url, None, started, clock), removed=False))
     if found is None:
         return dict(_result(workers, None, url, None, started, clock), removed=False, changed=False)
     left = sum(1 for w in workers if w.healthy and w is not found)
@@ -166,7 +175,7 @@ def worker_task(params: dict, check_mode: bool = False) -> dict:
     """router_worker: state present (add, wait until healthy) or absent (remove, min_healthy first)."""
     kind, api = from_params(params)
     if params["state"] == "absent":
-        return absent(kind, api, params["url"], params["min_healthy"], check_mode)
+        return absent(kind, api, params["url"], params["min_healthy"], check_mode, missing=params["missing"])
     return present(kind, api, params["url"], params["worker_api_key"], params["wait"], params["timeout"],
                    params["poll_interval"], check_mode)
 

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """_router/workers.py against the real sglang-router 0.3.2 with tiny workers: add and wait until
 healthy, list, remove, a removal refused below min_healthy (nothing changed), a worker the router
-does not know, a worker that never answers, a router that does not answer, the admin key, the
+does not know (nothing to remove, or refused), a worker that never answers, a router that does not answer, the admin key, the
 key the router sends to a worker, check mode, and the metrics page."""
 
 from __future__ import annotations
@@ -61,6 +61,11 @@ def test_a_worker_the_router_does_not_know_is_nothing_to_remove(router, tiny):
     expected = (False, False, {"url": unknown, "id": "", "healthy": False})
     assert (result["changed"], result["removed"], result["worker"]) == expected
     assert listed(result) == [(one.url, True)]
+    # With missing="fail" (a rollout: the router restarted without the fleet's servers), a refusal.
+    with pytest.raises(RouterError, match="refusing to take worker %s out of the router at %s: the router does not"
+                       " list it \\(it lists 1 worker\\(s\\): %s\\)" % (unknown, api.base_url, one.url)):
+        workers.absent(KIND, api, unknown, min_healthy=0, missing="fail")
+    assert listed(workers.info(KIND, api)) == [(one.url, True)]
 
 
 def test_a_worker_that_never_answers_fails_the_wait_naming_it(router, tiny):
