@@ -17,11 +17,13 @@ swap_to_eagle.yml relaunches one host at a time:
   router_min_healthy (before anything is touched), a drain that runs out of time under load (the
   worker is put back, the failure names the requests in flight); and reset.yml with reset_drain
   stops a host under load without losing a request; drain_force stops a host whose drain ran out;
-  a router restarted without the fleet's servers makes the next removal refuse, the host untouched.
+  a router restarted without the fleet's servers makes the next removal refuse, the host untouched;
+  a second rollout through a router whose lock another run holds refuses before any host.
 The load is bounded (8 clients, each request 200 tokens, each run under a deadline) and on loopback.
 """
 
 import json
+import os
 import statistics
 import threading
 import time
@@ -31,6 +33,7 @@ from _fleet_fixtures import needs_fleet, start_fleet
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import run_lock
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.drain import read_in_flight
 from tests.support import sse_client
 from tests.support.polling import poll
@@ -217,4 +220,14 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
     assert lost.returncode != 0, lost.output[-4000:]
     assert "refusing to take worker %s out of the router at %s: the router does not list it (it lists 0 worker(s)); " \
         "was the router restarted without the fleet's servers?" % (workers[0], fresh.url) in lost.output, lost.output[-4000:]
+    assert fleet.server_info(1) and _healthy(router) == workers[:1]
+
+    # Two rollouts at once through one router: while another run holds the router's lock (this
+    # test's own process stands for it), a swap refuses before any host is touched.
+    lock_dir = tmp_path / "locks"
+    run_lock.acquire(str(lock_dir), router.url, "the other rollout", run_lock.run_owner())
+    second = fleet.playbook("swap_to_base.yml", dict(routed_vars, router_lock_dir=str(lock_dir)))
+    assert second.returncode != 0, second.output[-4000:]
+    assert "refusing to start: another rollout through %s is running (the other rollout, pid %d" \
+        % (router.url, os.getpid()) in second.output, second.output[-4000:]
     assert fleet.server_info(1) and _healthy(router) == workers[:1]
