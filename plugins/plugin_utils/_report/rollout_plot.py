@@ -23,7 +23,7 @@ def build(title: str, data: dict):
     tok, workers = axes_style.PALETTE[0], axes_style.PALETTE[2]
     if data["throughput"]:
         xs, ys = zip(*data["throughput"])
-        top.step(xs, ys, where="post", color=tok, label="output tok/s (completed requests, 2 s bins)")
+        top.step(xs, ys, where="post", color=tok, label="output tok/s of the completed requests (2 s bins)")
     for name, marker in LOSS_MARKERS.items():
         lost = [t for t, outcome in data["losses"] if outcome == name]
         if lost:

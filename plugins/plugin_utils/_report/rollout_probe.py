@@ -130,15 +130,20 @@ def markdown(summary: dict, plot_note: str | None = None, plot_name: str | None 
 
 
 def throughput(requests: list, width: float = 2.0) -> list:
-    """[(bin start, output tok/s)] of the completed requests' tokens, each counted at its end."""
-    ends = [(r["end"], r["tokens"]) for r in requests if r["outcome"] == "ok"]
-    if not ends:
+    """[(bin start, output tok/s)] of the completed requests, each request's tokens spread evenly
+    over its streaming (from its first token to its end)."""
+    spans = [(r["start"] + (r.get("ttft") or 0.0), r["end"], r["tokens"]) for r in requests if r["outcome"] == "ok"]
+    if not spans:
         return []
-    bins = int(max(e for e, unused in ends) // width) + 1
-    totals = [0.0] * bins
-    for end, tokens in ends:
-        totals[int(end // width)] += tokens
-    return [(i * width, t / width) for i, t in enumerate(totals)]
+    totals = [0.0] * (int(max(e for unused, e, unused_t in spans) // width) + 1)
+    for first, end, tokens in spans:
+        if end <= first:
+            totals[int(end // width)] += tokens
+            continue
+        for index in range(int(first // width), int(end // width) + 1):
+            overlap = min(end, (index + 1) * width) - max(first, index * width)
+            totals[index] += tokens * max(overlap, 0.0) / (end - first)
+    return [(i * width, round(t / width, 1)) for i, t in enumerate(totals)]
 
 
 def healthy_series(samples: list) -> list:

@@ -7,6 +7,8 @@ Markdown table (names escaped) and the throughput bins."""
 
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import rollout_probe
 from tests.support.probe_data import DRAINS, W1, W2, W3, probe
 
@@ -47,9 +49,10 @@ def test_the_markdown_table_and_headline():
     assert "no matplotlib" in rollout_probe.markdown(data, plot_note="no matplotlib")
 
 
-def test_throughput_counts_completed_tokens_at_their_end():
+def test_throughput_spreads_each_completed_request_over_its_streaming():
     bins = rollout_probe.throughput(probe()["requests"], width=2.0)
-    assert bins[0] == (0.0, 50.0) and sum(t for unused, t in bins) * 2.0 == 800.0
+    # The requests at 0 s and 1 s stream from 0.05 s to 1 s and from 1.05 s to 2 s: 200 tokens in bin 0.
+    assert bins[0] == (0.0, 100.0) and sum(t for unused, t in bins) * 2.0 == pytest.approx(800.0)
     assert rollout_probe.throughput([]) == []
     assert rollout_probe.losses(probe()["requests"]) == [(5.1, "failed"), (6.5, "broken")]
 
