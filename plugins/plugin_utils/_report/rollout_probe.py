@@ -106,20 +106,20 @@ def headline(summary: dict) -> str:
 
 def markdown(summary: dict, plot_note: str | None = None, plot_name: str | None = None) -> str:
     """The report's Markdown (files.write_report's render_markdown)."""
-    lines = ["# %s" % md_text(summary["title"]), "",
-             "%d streaming clients through %s for %s s. %s." % (summary["clients"] or 0, md_text(summary["router_url"]),
-                                                               num(summary["duration_s"]), headline(summary)), "",
+    intro = "%d streaming clients through %s for %s s. %s." % (
+        summary["clients"] or 0, md_text(summary["router_url"]), num(summary["duration_s"]), headline(summary))
+    lines = ["# %s" % md_text(summary["title"]), "", intro, "",
              "| phase | requests | lost | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | TPOT p99 ms |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name in PHASES:
         p = summary["phases"][name]
-        lines.append("| %s | %d | %d | %s | %s | %s | %s |" % (name, p["requests"], p["lost"], num(p["ttft_p50_ms"]),
-                                                            num(p["ttft_p99_ms"]), num(p["tpot_p50_ms"], 2),
-                                                            num(p["tpot_p99_ms"], 2)))
+        cells = (name, p["requests"], p["lost"], num(p["ttft_p50_ms"]), num(p["ttft_p99_ms"]),
+                 num(p["tpot_p50_ms"], 2), num(p["tpot_p99_ms"], 2))
+        lines.append("| %s | %d | %d | %s | %s | %s | %s |" % cells)
     if summary["hosts"]:
         lines += ["", "| host | worker | drain s | out of the router s |", "| --- | --- | ---: | ---: |"]
-        lines += ["| %s | %s | %s | %s |" % (md_text(h["host"]), md_text(h["worker"]) if h["worker"] else "-", num(h["drain_s"], 2),
-                                             num(h["out_of_router_s"])) for h in summary["hosts"]]
+        lines += ["| %s | %s | %s | %s |" % (md_text(h["host"]), md_text(h["worker"]) if h["worker"] else "-",
+                                             num(h["drain_s"], 2), num(h["out_of_router_s"])) for h in summary["hosts"]]
     if summary["errors"]:
         lines += ["", "Errors seen: " + "; ".join(md_text(e) for e in summary["errors"])]
     if plot_name:
