@@ -213,7 +213,7 @@ def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request
         assert rec["teardown"]["gpus_used"] == [], rec
         # The per-request records came to the controller with the benchmark's own task.
         host, name = rel[:-len(".json")].split("/")
-        requests = (results / "requests" / ("%s-%s.jsonl" % (host, name))).read_text().splitlines()
+        requests = (results / "requests" / ("%s+%s.jsonl" % (host, name))).read_text().splitlines()
         assert sorted({json.loads(line)["concurrency"] for line in requests}) == [1, 4], requests[:2]
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [], report["failures"]
