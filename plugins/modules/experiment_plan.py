@@ -199,7 +199,7 @@ host_fingerprints:
     - Per host and variant, the variant's fingerprint on that host (its own settings and the host's server
       settings), which its record carries. A host whose variables cannot be read gets a fingerprint that
       matches no record (its variants run again) and a line in RV(lines) saying why.
-  returned: success
+  returned: when O(resume) is true
   type: dict
 rerun:
   description: Per host, the variants recorded with other settings (part of RV(todo)).

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The experiment_plan action run by `ansible` on localhost: a given experiment's variants assigned
-to the host, nothing recorded yet; a file and an experiment together are refused."""
+to the host, nothing recorded yet; a file and an experiment together are refused; a variant's
+fingerprint on each host covers the server settings that host's variables give it."""
 
 from __future__ import annotations
 
