@@ -54,7 +54,7 @@ def on_hosts(experiment: Mapping[str, Any], resolve: Resolver) -> tuple:
     for host, names in experiment["assignments"].items():
         try:
             specs = list(resolve(host, [variants[n]["server_request"] for n in names]))
-        except Exception as exc:  # pylint: disable=broad-except  # any lookup failure: run again, say why
+        except Exception as exc:  # an undefined or mistyped variable: run again, say why
             out[host] = {n: UNREAD for n in names}
             problems.append("%s: its server settings could not be read (%s), so its recorded variants run again"
                             % (host, str(exc).strip() or type(exc).__name__))
