@@ -12,6 +12,8 @@
   - vllm_server's deprecated speculative method list: the registry (Engine.speculative_methods)
   - the fleet's variants (_fleet's fleet_variant choices, compare_engines.yml's defaults): each
     engine's labels, plugins/plugin_utils/_experiment/engine_settings.py
+  - a router worker's fields (router_info's and router_worker's RETURN): plugins/module_utils/_router/kind.py
+    WORKER_FIELDS
 
 Each generated block sits between two marker lines, which keep their indentation:
 
@@ -327,6 +329,14 @@ def _gpu_health_checks(kind):
     return _markdown_table(("check", "of", "NVML call", "threshold", "verdict", "source"), rows)
 
 
+def _router_worker_fields(kind):
+    """The `contains` of a router worker in RETURN: plugins/module_utils/_router/kind.py WORKER_FIELDS."""
+    if kind != "yaml":
+        raise ValueError("router-worker-fields is a YAML block")
+    return ["%s:\n  description: %s\n  type: %s" % (name, json.dumps(meaning), type_)
+            for name, type_, meaning in _constant("plugins/module_utils/_router/kind.py", "WORKER_FIELDS")]
+
+
 BLOCKS = {
     "engine-patterns": _engine_patterns,
     "engine-choices": _engine_choices,
@@ -346,6 +356,7 @@ BLOCKS["drafter-defaults"] = _drafter_defaults
 BLOCKS["experiment-format"] = _experiment_format
 BLOCKS["benchmark-keys"] = _benchmark_keys
 BLOCKS["gpu-health-checks"] = _gpu_health_checks
+BLOCKS["router-worker-fields"] = _router_worker_fields
 
 FILES = [
     "plugins/doc_fragments/gpu.py",
@@ -355,6 +366,8 @@ FILES = [
     "plugins/modules/drafter_check.py",
     "plugins/modules/server_wait.py",
     "plugins/modules/llm_benchmark.py",
+    "plugins/modules/router_info.py",
+    "plugins/modules/router_worker.py",
     "plugins/lookup/engine_patterns.py",
     "roles/sglang_server/meta/argument_specs.yml",
     "roles/sglang_server/vars/main.yml",

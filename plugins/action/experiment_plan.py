@@ -10,6 +10,8 @@ plugins/plugin_utils/_experiment/plan.py. Nothing runs on a remote host.
 
 from __future__ import annotations
 
+from ansible.plugins.loader import lookup_loader
+
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.plan import plan
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.source import Source
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.action import ReportAction
@@ -39,4 +41,12 @@ class ActionModule(ReportAction):
     def build(self, args, check_mode):
         source = args["file"] if args["experiment"] is None else Source.given(args["experiment"], args["origin"])
         return plan(source, args["hosts"], args["results_dir"], fresh=args["fresh"], confirm=args["confirm"],
-                    check_mode=check_mode, resume=args["resume"])
+                    check_mode=check_mode, resume=args["resume"], resolve=self.resolve)
+
+    def resolve(self, host, requests):
+        """HOST's server spec of each of REQUESTS: the server_spec lookup over the host's variables
+        (inventory host and group variables, extra vars), as the host's own planning reads them; a
+        host the inventory does not hold has none (every setting its default)."""
+        hostvars = self.task_vars.get("hostvars") or {}
+        lookup = lookup_loader.get("gpufleet.serving.server_spec", loader=self._loader, templar=self._templar)
+        return lookup.run([list(requests)], variables=hostvars[host] if host in hostvars else {})

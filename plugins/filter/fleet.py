@@ -16,7 +16,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name, joined_file_name
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as server_plan
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import engine_settings as _engine_settings
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset, variant_state
@@ -128,6 +128,7 @@ class FilterModule:
             "experiment_drafter_checks": host_plan.drafter_checks,
             "experiment_refusal": host_plan.refusal,
             "file_name": file_name,
+            "joined_file_name": joined_file_name,
             "progress_file": follow.progress_file,
             "follow_command": follow.follow_command,
         }

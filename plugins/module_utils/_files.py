@@ -10,6 +10,7 @@ writable by no one else unless sticky; the file is opened without following a li
 and must be a regular file of this user with one link, so a symlink or hard link planted by
 another user never redirects a write by root.
 file_name: a variant, host, label or category name as one bounded file name, never a path.
+joined_file_name: several names (a host and a label) as one file name that no other names give.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ import hashlib
 import os
 import stat
 import tempfile
-from typing import TextIO
+from typing import Iterable, TextIO
 from urllib.parse import quote
 
+# file_name never writes this (percent-quoting turns it into %2B), so names joined by it stay apart:
+# host 'a' with label 'b-c' and host 'a-b' with label 'c' are 'a+b-c' and 'a-b+c', where a '-' would
+# make both 'a-b-c'.
+JOIN = "+"
 # Room for a prefix, a suffix and two names (97 bytes each at most) within the 255 bytes of a file name.
 NAME_LIMIT = 80
 
@@ -52,6 +57,12 @@ def file_name(name: object, limit: int = NAME_LIMIT) -> str:
     if len(quoted) > limit:
         quoted = quoted[:limit] + "-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return quoted
+
+
+def joined_file_name(names: Iterable[object], limit: int = NAME_LIMIT) -> str:
+    """NAMES (a host and a label) as one file name: each one's file_name, joined by JOIN, which
+    none of them holds, so two lists of names give one file name only when they are equal."""
+    return JOIN.join(file_name(name, limit) for name in names)
 
 
 class NotOwned(OSError):

@@ -61,9 +61,13 @@ description:
     expands to zero variants and is refused."
   - A server option left out keeps the role's value (its default or the inventory's), so one file runs on
     fleets with other paths when C(model_path) is set in the inventory.
-  - Each variant's fingerprint is the sha256 of its engine, server, speculative, env and benchmark settings;
-    a record counts only while the fingerprint is the same. A variant recorded as ok with the same
-    fingerprint is skipped; one recorded with other settings, or recorded as not completed, runs again.
+  - Each variant's fingerprint on a host is the sha256 of its engine, server, speculative, env and benchmark
+    settings and of the server settings that host's variables give it (its C(ENGINE_server_*) and
+    C(eagle_drafter_*) variables from the inventory's host and group variables and extra vars, under the
+    variant's own; the settings that compose the command line and environment, the API key only as set or
+    not); a record counts only while the fingerprint is the same. A variant recorded as ok with the same
+    fingerprint is skipped; one recorded with other settings (in the file or on its host), or recorded as
+    not completed, runs again.
 author:
   - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
@@ -189,6 +193,13 @@ todo:
 recorded:
   description: Per host, the variants recorded as ok with the same settings (skipped).
   returned: success
+  type: dict
+host_fingerprints:
+  description:
+    - Per host and variant, the variant's fingerprint on that host (its own settings and the host's server
+      settings), which its record carries. A host whose variables cannot be read gets a fingerprint that
+      matches no record (its variants run again) and a line in RV(lines) saying why.
+  returned: when O(resume) is true
   type: dict
 rerun:
   description: Per host, the variants recorded with other settings (part of RV(todo)).

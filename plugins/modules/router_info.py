@@ -68,15 +68,17 @@ workers:
   type: list
   elements: dict
   contains:
+    # BEGIN GENERATED router-worker-fields (scripts/gen_docs.py)
     url:
-      description: The worker's URL as the router keeps it.
+      description: "The worker's URL as the router keeps it."
       type: str
     id:
-      description: The id the router gave the worker.
+      description: "The id the router gave the worker."
       type: str
     healthy:
-      description: Whether the router calls the worker healthy.
+      description: "Whether the router calls the worker healthy."
       type: bool
+    # END GENERATED router-worker-fields
 healthy:
   description: How many of RV(workers) are healthy.
   returned: success

@@ -14,18 +14,29 @@ SSH_COMMON_ARGS = ("-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null 
                    "-o LogLevel=ERROR")
 
 
-def simulator_models():
-    """{engine: [flags]}: the SGLang flags the simulated server reads (FIELDS of its args.py);
-    the experiment report notes any other flag a variant gives (the simulator ignores it). The
-    simulated vLLM keeps no such table, so it is not listed (no note for its variants). An
-    empty dict where the simulator is not there to read (then no note either)."""
-    path = os.path.join(SIM_DIR, "pypath", "sglang", "_sim", "args.py")
+def _sim_args(engine):
+    """ENGINE's simulator args.py as a module, or None where it is not there to read."""
+    path = os.path.join(SIM_DIR, "pypath", engine, "_sim", "args.py")
     if not os.path.isfile(path):
-        return {}
-    spec = importlib.util.spec_from_file_location("_sim_sglang_args", path)
+        return None
+    spec = importlib.util.spec_from_file_location("_sim_%s_args" % engine, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return {"sglang": sorted("--" + name.replace("_", "-") for name in module.FIELDS)}
+    return module
+
+
+def simulator_models():
+    """{engine: [flags]}: the flags each simulated server models, as the engine spells them: SGLang's
+    the ServerArgs fields its args.py reads (FIELDS), vLLM's its args.py's MODELLED; the experiment
+    report notes any other flag a variant gives (the simulator ignores it). An engine whose
+    simulator is not there to read is left out (then no note for its variants)."""
+    out = {}
+    sglang, vllm = _sim_args("sglang"), _sim_args("vllm")
+    if sglang is not None:
+        out["sglang"] = sorted("--" + field.replace("_", "-") for field in sglang.FIELDS.values())
+    if vllm is not None:
+        out["vllm"] = sorted(vllm.MODELLED)
+    return out
 
 
 def host_vars(host, private_key):

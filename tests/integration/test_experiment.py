@@ -118,7 +118,7 @@ def _follow_lines_run_as_printed(output, fleet):
             counted = re.search(r"requests sent \(1 warm-up, (\d+) counted\)\.\.\.$", start)
             assert counted and " %s/%s ok, " % (counted.group(1), counted.group(1)) in end, proc.stdout
         name = head.split(" ")[-2].rstrip(":")
-        assert command.endswith("bench-%s.progress'" % name), command
+        assert command.endswith("bench+%s.progress'" % name), command
 
 
 def test_check_mode_prints_a_plan_the_engines_parse_and_changes_nothing(request, tmp_path):
@@ -213,7 +213,7 @@ def test_spread_halves_the_launches_gates_fail_by_name_and_a_rerun_skips(request
         assert rec["teardown"]["gpus_used"] == [], rec
         # The per-request records came to the controller with the benchmark's own task.
         host, name = rel[:-len(".json")].split("/")
-        requests = (results / "requests" / ("%s-%s.jsonl" % (host, name))).read_text().splitlines()
+        requests = (results / "requests" / ("%s+%s.jsonl" % (host, name))).read_text().splitlines()
         assert sorted({json.loads(line)["concurrency"] for line in requests}) == [1, 4], requests[:2]
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [], report["failures"]
@@ -303,9 +303,9 @@ def test_hostile_variant_names_stay_file_names_and_text(request, tmp_path):
     report = json.loads((results / "experiment.json").read_text())
     assert report["failures"] == [] and sorted(report["hosts"]["sim-h1"]) == sorted([escape, long_name])
     made = {str(p.relative_to(results)) for p in results.rglob("*") if p.is_file()}
-    assert "requests/sim-h1-x%2F..%2F..%2F..%2Fescaped%2Fpwn.jsonl" in made, made
+    assert "requests/sim-h1+x%2F..%2F..%2F..%2Fescaped%2Fpwn.jsonl" in made, made
     assert "records/sim-h1/x%2F..%2F..%2F..%2Fescaped%2Fpwn.json" in made, made
-    assert any(m.startswith("requests/sim-h1-p%7Caaa") and len(os.path.basename(m)) <= 255 for m in made), made
+    assert any(m.startswith("requests/sim-h1+p%7Caaa") and len(os.path.basename(m)) <= 255 for m in made), made
     assert not (tmp_path / "escaped").exists() and not os.path.exists("/var/escaped")
     assert fleet.ssh(1, "ls /var/escaped 2>/dev/null || true").stdout.strip() == ""
     markdown = (results / "experiment.md").read_text()

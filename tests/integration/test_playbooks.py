@@ -139,7 +139,7 @@ def test_swap_to_eagle_benchmark_and_back_to_base(request, tmp_path, engine):
     # The default workload is the built-in natural-text set; every request's record is fetched.
     for host in hosts:
         for label in ("baseline", "candidate"):
-            lines = [json.loads(line) for line in (report_dir / "requests" / ("%s-%s.jsonl" % (host, label))).open()]
+            lines = [json.loads(line) for line in (report_dir / "requests" / ("%s+%s.jsonl" % (host, label))).open()]
             counted = [line for line in lines if not line["warmup"]]
             assert len(counted) >= 2 * 4 and all(line["ok"] and line["category"] for line in counted), lines[:2]
     assert all(spec["speculative"](fleet, i) for i in range(1, len(hosts) + 1))

@@ -13,7 +13,7 @@ import psutil
 import pytest
 from _server_fixtures import VLLM_CLI, VLLM_PYTHON, VllmServer
 from _server_fixtures import VLLM_READY as READY
-from simlib import fakegpu
+from simlib import fakegpu, fleet_inventory
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import ENGINE_PATTERNS
 from tests.support import paths, pidns, procfs, real_sources
@@ -417,3 +417,16 @@ def test_port_taken_fails_before_the_engine_starts(tmp_path, started):
     log = server.log()
     assert "OSError: [Errno 98] Address already in use" in log
     assert "Initializing a V1 LLM engine" not in log and "VLLM::" not in log
+
+
+def test_the_simulated_fleet_lists_the_flags_each_simulator_models():
+    """The experiment report's note of settings the simulated fleet does not model covers vLLM too:
+    its list holds flags of vLLM's own spelling, each one the copied flag set knows, and leaves out
+    --max-num-seqs (read for a message only, never a cap on the batch)."""
+    models = fleet_inventory.simulator_models()
+    with open(FLAGS_DIR / "flags.json", encoding="utf-8") as f:
+        flags = json.load(f)["flags"]
+    assert "--tensor-parallel-size" in models["vllm"] and "--speculative-config" in models["vllm"]
+    assert "--max-num-seqs" not in models["vllm"] and "--tp-size" not in models["vllm"]
+    assert all(flag in flags for flag in models["vllm"]), models["vllm"]
+    assert "--cuda-graph-max-bs-decode" in models["sglang"] and "--tp-size" in models["sglang"]

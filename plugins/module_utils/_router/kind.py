@@ -15,6 +15,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 
+# A worker's fields as the modules return them (router_info's and router_worker's RETURN
+# `workers[]` and `worker`: scripts/gen_docs.py writes them there from here): name, type, meaning.
+WORKER_FIELDS = (
+    ("url", "str", "The worker's URL as the router keeps it."),
+    ("id", "str", "The id the router gave the worker."),
+    ("healthy", "bool", "Whether the router calls the worker healthy."),
+)
+
 
 class Worker(NamedTuple):
     """One worker as the router lists it."""

@@ -10,7 +10,8 @@ change, raised before any host is touched.
 
 A variant's fingerprint is the sha256 of its own settings (engine, server, speculative, env,
 benchmark) as sorted JSON: a recorded result counts for a re-run only while the fingerprint
-is the same. Gates are left out of it, since a changed gate needs no new measurement.
+is the same. Gates are left out of it, since a changed gate needs no new measurement. On each
+host the host's own server settings join it (host_fingerprint.py).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ nothing for it).
 
 from __future__ import annotations
 
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import server_requests, store
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_fingerprint, server_requests, store
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.load import load
 
 
@@ -42,14 +42,20 @@ def _host_lines(host, names, done, stale, retry):
     return lines
 
 
-def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False, resume=True):
+def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False, resume=True, resolve=None):
     """load()'s dict plus each variant's server_request (server_requests.py), todo,
-    recorded, rerun, record_files, lines, results_dir and changed.
+    recorded, rerun, record_files, lines, results_dir and changed; with RESOLVE (host, server
+    requests -> that host's server specs: the server_spec lookup over the host's variables),
+    host_fingerprints, each variant's fingerprint on each host (host_fingerprint.py), which its
+    record must carry to count (with RESUME only).
 
     Without RESUME nothing recorded is read or moved: every variant runs and its record replaces the
     earlier one (a preset that compares every time)."""
     experiment = server_requests.add_server_requests(load(path, hosts, confirm=confirm))
     lines, moved = [], None
+    if resolve is not None and resume:  # without resume no record is read, so none is compared
+        experiment["host_fingerprints"], unread = host_fingerprint.on_hosts(experiment, resolve)
+        lines += unread
     if not resume:
         fresh = False
     if fresh and check_mode:

@@ -9,8 +9,9 @@ experiment_record action) as each variant finishes: the variant record (_fleet's
 server, teardown) plus `fingerprint`, `host` and `finished_at`. Host and variant names are
 quoted into file names (record_file), since a variant name may hold '/' or start with '.'.
 
-A record counts only while its fingerprint is the variant's current one: a variant whose
-settings changed since is run again. Starting fresh moves records/ aside, never deletes it.
+A record counts only while its fingerprint is the variant's current one on its host (the
+experiment's `host_fingerprints`, host_fingerprint.py: its own settings and the host's; without
+them the variant's own): a variant whose settings changed since is run again. Starting fresh moves records/ aside, never deletes it.
 """
 
 from __future__ import annotations
@@ -53,12 +54,20 @@ def _read(path):
     return data, None
 
 
+def current_fingerprint(experiment, host, name):
+    """Variant NAME's fingerprint on HOST: the host's (`host_fingerprints`) where known, else its own."""
+    on_host = (experiment.get("host_fingerprints") or {}).get(host) or {}
+    if name in on_host:
+        return on_host[name]
+    return next(v["fingerprint"] for v in experiment["variants"] if v["name"] == name)
+
+
 def scan(results_dir, experiment):
     """{"recorded": {host: {variant: record}} (fingerprint matches), "stale": {host: {variant: record}}
     (recorded with other settings), "problems": [str]} over the experiment's assignments."""
     out = {"recorded": {}, "stale": {}, "problems": []}
-    prints = {v["name"]: v["fingerprint"] for v in experiment["variants"]}
     for host, names in experiment["assignments"].items():
+        prints = {name: current_fingerprint(experiment, host, name) for name in names}
         out["recorded"][host], out["stale"][host] = {}, {}
         for name in names:
             record, problem = _read(record_file(results_dir, host, name))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import store
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.variant_lines import teardown_record
 
 
@@ -27,6 +28,8 @@ def pick(experiment: Mapping[str, Any], host: str, index: int, halt: str = "") -
     variant = None
     if 0 <= index < len(todo):
         variant = next(v for v in experiment["variants"] if v["name"] == todo[index])
+        # Its fingerprint on this host (its settings and the host's), which its record carries.
+        variant = dict(variant, fingerprint=store.current_fingerprint(experiment, host, variant["name"]))
     skipped = None
     if variant is not None and halt:
         skipped = {"variant": variant["name"], "engine": variant["engine"],

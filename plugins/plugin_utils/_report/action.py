@@ -30,6 +30,8 @@ class ReportAction(ActionBase):
     required_one_of: list = []
     # The option naming the directory an OSError is reported under.
     dir_option = "dest_dir"
+    # The task's variables, for a build() that reads the hosts' (experiment_plan).
+    task_vars: dict[str, Any] = {}
 
     def build(self, args: dict[str, Any], check_mode: bool) -> dict[str, Any]:
         raise NotImplementedError
@@ -37,6 +39,7 @@ class ReportAction(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # no remote temporary directory is used
+        self.task_vars = task_vars or {}
         unused, args = self.validate_argument_spec(argument_spec=self.argument_spec,
                                                    mutually_exclusive=self.mutually_exclusive,
                                                    required_one_of=self.required_one_of)

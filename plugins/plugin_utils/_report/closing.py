@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape import md_text
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.text import text
 
 NO_RESULT = "NO RESULT, the host left the play before recording an outcome (see above)"
@@ -38,7 +39,7 @@ def report_lines(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = 
     if summary_file:
         out.append("summary: %s" % summary_file)
     out.extend(r.get("line", "?") for r in sorted(results, key=lambda r: r["host"]))
-    out.extend("%s: %s" % (host, NO_RESULT) for host in missing)
+    out.extend("%s: %s" % (md_text(host), NO_RESULT) for host in missing)
     return out
 
 

@@ -23,7 +23,9 @@ _UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 # At the start of a list item's text, a list marker or a number item's marker (followed by a space
 # or nothing) opens a nested list.
 _LEADING = re.compile(r"^([-+]|[0-9]{1,9}[.)])(?=\s|$)")
-_BREAKS = re.compile(r"[\r\n\t\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]+")
+# Line breaks and control characters (C0, DEL, C1: a terminal reads ESC and CSI as commands),
+# and the bidirectional overrides that make a line read other than it is stored.
+_BREAKS = re.compile(r"[\r\n\t\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 
 
 def md_text(value) -> str:

@@ -12,7 +12,7 @@ import posixpath
 import shlex
 from typing import Any, Iterable
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import JOIN, file_name
 
 PROGRESS_DIR = "/var/tmp/gpufleet.serving"
 # Connections that run on the controller itself: the file is followed there, without ssh.
@@ -21,8 +21,10 @@ LOCAL_CONNECTIONS = ("local",)
 
 def progress_file(given: Any, host: str, label: Any = None) -> str:
     """The progress file of HOST's benchmark LABEL: GIVEN (a path, or empty for the default
-    PROGRESS_DIR/llm_benchmark-HOST.progress) with "-LABEL" put before its extension, so each
-    label (an experiment's variant, a swap's baseline and candidate) has its own file."""
+    PROGRESS_DIR/llm_benchmark-HOST.progress) with "+LABEL" put before its extension, so each
+    label (an experiment's variant, a swap's baseline and candidate) has its own file, and no other
+    host and label give the same one ('+' is in no file_name: host 'a' with label 'b-c' and host
+    'a-b' with label 'c' are llm_benchmark-a+b-c and llm_benchmark-a-b+c)."""
     path = str(given).strip() if given else ""
     if not path or path == "None":
         path = posixpath.join(PROGRESS_DIR, "llm_benchmark-%s.progress" % file_name(host))
@@ -32,7 +34,7 @@ def progress_file(given: Any, host: str, label: Any = None) -> str:
     stem, dot, ext = tail.rpartition(".")
     if not dot or not stem:  # no extension (or a dot file): the label goes at the end
         stem, ext = tail, ""
-    suffixed = "%s-%s%s" % (stem, file_name(label), "." + ext if ext else "")
+    suffixed = "%s%s%s%s" % (stem, JOIN, file_name(label), "." + ext if ext else "")
     return posixpath.join(head, suffixed)
 
 

@@ -3,24 +3,29 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The one line each fleet playbook prints for a host: swap_to_eagle.yml, swap_to_base.yml,
-launch.yml, teardown.yml and benchmark.yml (reset.yml's table: reset.py)."""
+launch.yml, teardown.yml and benchmark.yml (reset.yml's table: reset.py).
+
+Every name and message in a line (host, stage, reason, URL, killed command) goes through
+md_text: one line, no control character, and no Markdown or HTML markup wherever the line is
+rendered; the records (the summary JSON) keep them exact."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape import md_text
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.text import DASH, absent, num, short_command, text
 
 
 def swap_line(result: Mapping[str, Any]) -> str:
     """The one line swap_to_eagle.yml (and swap_to_base.yml, for a failure) prints for a host."""
-    host = result["host"]
+    host = md_text(result["host"])
     if result.get("outcome") != "ok":
-        line = "%s: %s at stage %s: %s" % (host, str(result.get("outcome", "failed")).upper(),
-                                           result.get("stage", "start"), result.get("reason", ""))
+        line = "%s: %s at stage %s: %s" % (host, md_text(str(result.get("outcome", "failed")).upper()),
+                                           md_text(result.get("stage", "start")), md_text(result.get("reason", "")))
         if result.get("server_left") is not None:
-            line += "; server left: %s" % result["server_left"]
+            line += "; server left: %s" % md_text(result["server_left"])
         return line
     killed = result.get("killed")
     base_ready = result.get("base_ready_seconds")
@@ -45,7 +50,7 @@ def _energy_and_health(result: Mapping[str, Any]) -> str:
             num(result.get("baseline_tok_per_j"), 3), num(result["eagle_tok_per_j"], 3),
             " THROTTLED" if result.get("throttled") else "")
     if not absent(result.get("gpu_health")):
-        out += "; GPU health %s" % result["gpu_health"]
+        out += "; GPU health %s" % md_text(result["gpu_health"])
     return out
 
 
@@ -55,7 +60,7 @@ def base_line(host: str, server: Mapping[str, Any], teardown: Any = None, bench:
     BENCH the llm_benchmark result (None without swap_benchmark)."""
     relaunched = bool(server.get("relaunched"))
     line = "%s: ok, base server at %s %s" % (
-        host, server.get("base_url"),
+        md_text(host), md_text(server.get("base_url")),
         "relaunched, ready in %s s" % num(server.get("ready_seconds"), 2) if relaunched
         else "kept running (already the base server)")
     if relaunched and isinstance(teardown, Mapping) and teardown:
@@ -67,7 +72,7 @@ def base_line(host: str, server: Mapping[str, Any], teardown: Any = None, bench:
 
 def launch_line(host: str, server: Mapping[str, Any]) -> str:
     """launch.yml's line for a host: the server's URL, relaunched (seconds until ready) or kept."""
-    return "%s: %s %s" % (host, server.get("base_url"),
+    return "%s: %s %s" % (md_text(host), md_text(server.get("base_url")),
                           "relaunched, ready after %s s" % num(server.get("ready_seconds"), 2)
                           if server.get("relaunched") else "kept running (healthy, same configuration)")
 
@@ -77,9 +82,9 @@ def teardown_line(host: str, teardown: Mapping[str, Any], instance: str) -> str:
     processes it signalled (with their titles when TEARDOWN names them: vllm_server's
     killed_titles)."""
     line = ("%s: stopped %s (was running: %s); GPUs verified free after %s s, %s processes signalled by the release"
-            % (host, instance, teardown.get("stopped"), num(teardown.get("release_seconds"), 2),
+            % (md_text(host), md_text(instance), teardown.get("stopped"), num(teardown.get("release_seconds"), 2),
                teardown.get("killed")))
-    titles = [short_command(str(t)) for t in teardown.get("killed_titles") or []]
+    titles = [md_text(short_command(str(t))) for t in teardown.get("killed_titles") or []]
     if titles:
         # vllm_server names them: e.g. a VLLM::EngineCore left behind by a killed API server.
         line += " (%s)" % ", ".join(titles)
@@ -91,10 +96,10 @@ def bench_line(host: str, url: str, run: Any = None, error: Any = None) -> str:
     with ERROR (the failed task's message), the failure. An acceptance length measured on
     random prompts carries the reports' warning."""
     if error is not None or not isinstance(run, Mapping):
-        return "%s: FAILED, %s: %s" % (host, url, text(error if error is not None else "failed"))
+        return "%s: FAILED, %s: %s" % (md_text(host), md_text(url), md_text(text(error if error is not None else "failed")))
     summary = run.get("summary") or {}
     return ("%s: ok, %s: single-stream %s tok/s, peak %s tok/s at %s, accept length %s, %s failed requests"
-            % (host, url, num(summary.get("single_stream_tok_s")), num(summary.get("peak_tok_s")),
+            % (md_text(host), md_text(url), num(summary.get("single_stream_tok_s")), num(summary.get("peak_tok_s")),
                summary.get("peak_concurrency"), num(summary.get("accept_length"), 2),
                summary.get("failed"))
             + wl.random_suffix(wl.describe(run), summary.get("accept_length")))

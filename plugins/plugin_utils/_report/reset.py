@@ -3,13 +3,17 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """reset.yml's record of a host (clean, dirty or unreachable, from gpu_release's result; in
-check mode what a real run would do) and its fixed-width table, with the commands killed."""
+check mode what a real run would do) and its fixed-width table, with the commands killed.
+
+The table shows every host name, reason and command through md_text (one line, no control
+character, no Markdown or HTML markup); the record (reset_summary_file's JSON) keeps them exact."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Iterable, Mapping
 
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape import md_text
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.text import DASH, cmdlines, num, short_command, text
 
 RESET_ROW = "%-14s %-11s %8s %9s %8s  %s"
@@ -100,7 +104,7 @@ def _killed_line(r: Mapping[str, Any]) -> str:
     if not commands:
         return ""
     verb = "would kill" if r.get("check") else "killed"
-    return "  %s %d: %s" % (verb, len(commands), "; ".join(grouped_commands(commands)))
+    return "  %s %d: %s" % (verb, len(commands), "; ".join(grouped_commands(md_text(c) for c in commands)))
 
 
 def reset_table(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = ()) -> list:
@@ -109,23 +113,24 @@ def reset_table(results: Iterable[Mapping[str, Any]], missing: Iterable[str] = (
     result."""
     out = [RESET_HEADER]
     for r in sorted(results, key=lambda r: r["host"]):
+        protected = ", ".join(md_text(h) for h in r.get("protected_holders") or [])
         if r.get("outcome") not in OK_OUTCOMES:
-            detail = r.get("reason", "")
+            detail = md_text(r.get("reason", ""))
         elif r.get("check"):
             in_use = r.get("gpus_in_use") or []
             detail = ("GPUs in use now: " + gpu_ranges(in_use) if in_use else "every GPU free now") + (
-                "; protected: " + ", ".join(r["protected_holders"]) if r.get("protected_holders") else "")
+                "; protected: " + protected if protected else "")
         else:
             sigkilled = int(r.get("sigkilled") or 0)
             detail = ("SIGKILL: %d; " % sigkilled if sigkilled > 0 else "") + (
-                "protected: " + ", ".join(r["protected_holders"]) if r.get("protected_holders") else "")
+                "protected: " + protected if protected else "")
         selected = int(r.get("gpus_selected") or 0)
-        out.append(RESET_ROW % (r["host"], r.get("outcome"), r.get("killed"),
+        out.append(RESET_ROW % (md_text(r["host"]), md_text(r.get("outcome")), r.get("killed"),
                                 "%s/%s" % (r.get("gpus_free"), selected) if selected > 0 else DASH,
                                 num(r.get("seconds"), 2), detail))
         killed = _killed_line(r)
         if killed:
             out.append(killed)
     for host in missing:
-        out.append(RESET_ROW % (host, "no result", DASH, DASH, DASH, "the host left the play (see above)"))
+        out.append(RESET_ROW % (md_text(host), "no result", DASH, DASH, DASH, "the host left the play (see above)"))
     return out

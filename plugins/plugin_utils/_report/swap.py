@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """swap_to_eagle.yml's records of a host: its first record, a completed host's figures, a failed
 host's stage and the server it left, the gates, and the rollback to the base server. Each
-record carries its line (host_lines.swap_line)."""
+record carries its line (host_lines.swap_line), and each gate its line: names in a line are
+shown through md_text (a category's name in a per-category gate), the records keep them exact."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment impor
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import preset as _preset
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.batch import halt_batch
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape import md_text
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.host_lines import swap_line
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.text import dig, num, succeeded, text
 
@@ -122,7 +124,7 @@ def swap_gates(runs: Any, gates: Any) -> list:
     out = []
     for entry in _gates.evaluate(candidate, baseline, dict(gates), reference_name="the base server"):
         entry = dict(entry)
-        entry["line"] = _gates.entry_text(entry)
+        entry["line"] = md_text(_gates.entry_text(entry))
         out.append(entry)
     return out
 

@@ -2,7 +2,8 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What the reports say about the prompts: the workload's name and the per-category table.
+"""What the reports say about the prompts: the workload's name (with the goodput SLOs the run
+counted against, so a goodput figure says what it means) and the per-category table.
 
 Input: llm_benchmark results (their `workload` key and `levels[].categories`).
 Per category, one level is compared, the same on every side: the lowest closed-loop
@@ -29,13 +30,33 @@ RANDOM_WARNING = ("WARNING: acceptance measured on random prompts: speculative d
 RANDOM_LINE = "WARNING: accept length measured on random prompts, not real text"
 
 
+# llm_benchmark's goodput SLOs (its `config`) as the reports name them, in this order.
+GOODPUT_SLOS = (("slo_ttft_ms", "TTFT"), ("slo_tpot_ms", "TPOT"), ("slo_e2e_ms", "E2E latency"))
+
+
 def describe(bench):
     """The `workload` of an llm_benchmark result BENCH; random prompts when it names none
-    (results written before workloads existed were all random); None without a result."""
+    (results written before workloads existed were all random); None without a result. With
+    `goodput_slos` ({slo_ttft_ms: 2000, ...}: those set) when the run counted goodput."""
     if not isinstance(bench, Mapping) or not isinstance(bench.get("levels"), list):
         return None
     info = bench.get("workload")
-    return dict(info) if isinstance(info, Mapping) else {"source": "random"}
+    out = dict(info) if isinstance(info, Mapping) else {"source": "random"}
+    config = bench.get("config") if isinstance(bench.get("config"), Mapping) else {}
+    slos = {key: config[key] for key, _name in GOODPUT_SLOS if config.get(key) is not None}
+    if slos:
+        out["goodput_slos"] = slos
+    return out
+
+
+def slo_text(info):
+    """'goodput SLOs: TTFT ≤ 2000 ms, TPOT ≤ 50 ms' for the SLOs INFO's run counted goodput against; ''
+    without (goodput then is not measured)."""
+    slos = (info or {}).get("goodput_slos") if isinstance(info, Mapping) else None
+    if not slos:
+        return ""
+    return "goodput SLOs: " + ", ".join("%s ≤ %g ms" % (name, float(slos[key])) for key, name in GOODPUT_SLOS
+                                        if slos.get(key) is not None)
 
 
 def is_random(info):
@@ -54,7 +75,14 @@ def random_suffix(info, accept_length):
 
 
 def workload_text(info):
-    """One line naming the workload: set or file (format, sha256), sample size, seed."""
+    """One line naming the workload: set or file (format, sha256), sample size, seed; and the
+    goodput SLOs of the run, where it had any (slo_text)."""
+    text = _source_text(info)
+    slos = slo_text(info)
+    return "%s; %s" % (text, slos) if slos else text
+
+
+def _source_text(info):
     if not isinstance(info, Mapping):
         return "unknown (no result)"
     if is_random(info):

@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name, open_owned
+from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name, joined_file_name, open_owned
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import store
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.follow import progress_file
 from tests.support.paths import REPO
@@ -47,9 +47,10 @@ ENV.filters.update({"gpufleet.serving.file_name": file_name, "realpath": os.path
 
 
 def render(text, **names):
-    text = text.replace("gpufleet.serving.file_name", "file_name").replace("gpufleet.serving.progress_file",
-                                                                           "progress_file")
+    for name in ("joined_file_name", "file_name", "progress_file"):
+        text = text.replace("gpufleet.serving." + name, name)
     ENV.filters["file_name"] = file_name
+    ENV.filters["joined_file_name"] = joined_file_name
     ENV.filters["progress_file"] = progress_file
     return ENV.from_string(text).render(omit="__omit__", fleet_bench_progress_file="", **names).strip()
 
@@ -58,9 +59,18 @@ def test_the_role_names_its_files_through_file_name():
     # The progress file's name goes through file_name inside the progress_file filter.
     assert "gpufleet.serving.progress_file(inventory_hostname, fleet_bench_label" in EXPRESSIONS["progress"]
     for text in (EXPRESSIONS["records"], EXPRESSIONS["records_to"]):
-        assert "inventory_hostname | gpufleet.serving.file_name" in text
-    assert "fleet_bench_label | gpufleet.serving.file_name" in EXPRESSIONS["records"]
-    assert "fleet_bench_label | gpufleet.serving.file_name" in EXPRESSIONS["records_to"]
+        assert "[inventory_hostname, fleet_bench_label] | gpufleet.serving.joined_file_name" in text
+
+
+@settings(max_examples=150, deadline=None)
+@given(one=st.tuples(NAMES, NAMES), two=st.tuples(NAMES, NAMES))
+def test_two_hosts_and_labels_never_share_a_file(one, two):
+    """Host 'a' with label 'b-c' and host 'a-b' with label 'c' once shared every file."""
+    for text in EXPRESSIONS.values():
+        paths = [render(text, inventory_hostname=host, fleet_bench_label=label, fleet_bench_records_dir="/r")
+                 for host, label in (one, two, ("a", "b-c"), ("a-b", "c"))]
+        assert paths[2] != paths[3], paths
+        assert (paths[0] == paths[1]) == (one == two), paths
 
 
 def _files_under(root):

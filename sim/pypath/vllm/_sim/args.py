@@ -54,6 +54,15 @@ def load_flags():
     return data["flags"], data["aliases"]
 
 
+# The flags whose value changes what the simulated server does (parse() and server.py read them),
+# as the experiment report's note of settings the simulated fleet does not model lists them
+# (simlib/fleet_inventory.py). Every other flag is accepted and ignored: --max-num-seqs and
+# --max-model-len are read for a message only (the batch is not capped by them).
+MODELLED = ("--model", "--tensor-parallel-size", "--host", "--port", "--served-model-name",
+            "--gpu-memory-utilization", "--speculative-config", "--config", "--api-key", "--shutdown-timeout",
+            "--distributed-timeout-seconds", "--nnodes", "--node-rank", "--master-addr", "--master-port",
+            "--headless")
+
 # Types of the flags the simulator reads (the rest are accepted as strings).
 TYPES = {"--port": int, "--tensor-parallel-size": int, "-tp": int, "--gpu-memory-utilization": float,
          "--max-num-seqs": int, "--shutdown-timeout": int, "--max-model-len": int, "--seed": int,

@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._files import (
     NAME_LIMIT,
     NotOwned,
     file_name,
+    joined_file_name,
     open_owned,
     write_atomic,
 )
@@ -43,6 +44,18 @@ def test_a_name_is_one_bounded_file_name(name):
 def test_two_long_names_stay_apart_and_short_ones_read_back():
     assert file_name("a" * 300) != file_name("a" * 299 + "b")
     assert file_name("x/../y") == "x%2F..%2Fy" and file_name(".h") == "%2Eh" and file_name("") == "%"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.tuples(NAMES, NAMES), st.tuples(NAMES, NAMES))
+def test_two_hosts_and_labels_never_share_a_file_name(one, two):
+    # Past the limit a name ends in its digest, which keeps two long ones apart as well.
+    assert (joined_file_name(one) == joined_file_name(two)) == (one == two)
+
+
+def test_a_dash_in_a_host_or_label_does_not_join_them():
+    assert joined_file_name(["a", "b-c"]) == "a+b-c" and joined_file_name(["a-b", "c"]) == "a-b+c"
+    assert joined_file_name(["a+b", "c"]) == "a%2Bb+c" != joined_file_name(["a", "b+c"])
 
 
 def test_a_missing_directory_is_made_private(tmp_path):

@@ -6,10 +6,14 @@ router's host, and how an answer (none, 401, an error status) becomes the error 
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
+import yaml
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response
 from ansible_collections.gpufleet.serving.plugins.module_utils._router.kind import (
+    WORKER_FIELDS,
     RouterError,
     RouterUnreachable,
     Worker,
@@ -17,6 +21,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._router.kind impo
     same_url,
 )
 from ansible_collections.gpufleet.serving.plugins.module_utils._router.sglang_router import KIND
+from tests.support.paths import REPO
 
 
 def test_urls_differ_only_by_a_trailing_slash_are_the_same_worker():
@@ -47,3 +52,15 @@ def test_an_answer_that_is_not_a_success_says_what_to_do(response, error, words)
 def test_a_success_is_returned_as_it_is():
     ok = Response(202, b"{}")
     assert answered(ok, "http://r:30000", "adding") is ok
+
+
+@pytest.mark.parametrize("module", ["router_info", "router_worker"])
+def test_the_modules_document_a_worker_from_worker_fields(module):
+    """router_info's and router_worker's RETURN describe a worker from one place (WORKER_FIELDS, written
+    there by scripts/gen_docs.py), and it holds what a worker is returned with."""
+    text = (pathlib.Path(REPO) / "plugins" / "modules" / (module + ".py")).read_text()
+    assert "# BEGIN GENERATED router-worker-fields (scripts/gen_docs.py)" in text
+    returned = yaml.safe_load(text.split('RETURN = r"""', 1)[1].split('"""', 1)[0])
+    assert returned["workers"]["contains"] == {name: {"description": meaning, "type": kind}
+                                               for name, kind, meaning in WORKER_FIELDS}
+    assert [name for name, _kind, _meaning in WORKER_FIELDS] == list(Worker("u", "i", True).as_dict())

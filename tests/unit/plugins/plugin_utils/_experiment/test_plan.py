@@ -22,3 +22,23 @@ def test_plan_skips_what_is_recorded_and_reruns_what_changed_or_failed(experimen
         "h1: 2 of 3 variants to run: eagle/3 (settings changed since its record: runs again), "
         "other (recorded as FAILED at stage wait: runs again)",
         "h1: 1 skipped, recorded with the same settings: base (finished 2026-05-01T10:00:00Z)"]
+
+
+def test_a_host_variable_that_changed_runs_the_variant_again(experiment, kit, tmp_path):
+    """The record of base on h1 was written with the inventory's model /models/a; the inventory now
+    says /models/b: base runs again on h1 (its record's fingerprint is no longer the host's)."""
+    exp = experiment()
+    models = {"h1": "/models/a"}
+
+    def resolve(host, requests):
+        return [{"engine": r["engine"], "model_path": models[host], "state": "planned"} for r in requests]
+
+    first = plan(exp["file"], ["h1"], str(tmp_path), resolve=resolve)
+    assert first["host_fingerprints"]["h1"]["base"] != exp["variants"][0]["fingerprint"]
+    kit.save(tmp_path, dict(kit.record(exp, "h1", "base", kit.level(1, 60.0)),
+                            fingerprint=first["host_fingerprints"]["h1"]["base"]))
+    assert plan(exp["file"], ["h1"], str(tmp_path), resolve=resolve)["recorded"] == {"h1": ["base"]}
+    models["h1"] = "/models/b"
+    again = plan(exp["file"], ["h1"], str(tmp_path), resolve=resolve)
+    assert again["recorded"] == {"h1": []} and again["rerun"] == {"h1": ["base"]}
+    assert "base" in again["todo"]["h1"]

@@ -24,6 +24,14 @@ def test_pick_runs_the_host_own_variants_in_order_and_nothing_past_its_end():
     assert vs.pick(EXPERIMENT, "h3", 0)["variant"] is None
 
 
+def test_the_picked_variant_carries_its_fingerprint_on_that_host_into_its_record():
+    experiment = dict(EXPERIMENT, host_fingerprints={"h1": {"b": "fb-on-h1"}})
+    variant = vs.pick(experiment, "h1", 1)["variant"]
+    assert variant["fingerprint"] == "fb-on-h1" and VARIANTS[1]["fingerprint"] == "fb"
+    assert vs.close({"variant": "b", "outcome": "ok"}, variant, "h1")["record"]["fingerprint"] == "fb-on-h1"
+    assert vs.pick(experiment, "h2", 0)["variant"]["fingerprint"] == "fb"  # no host fingerprint: its own
+
+
 def test_a_halted_host_records_its_next_variant_as_skipped_with_the_reason():
     step = vs.pick(EXPERIMENT, "h1", 1, halt="GPUs not verified free after a")
     assert not step["run"]

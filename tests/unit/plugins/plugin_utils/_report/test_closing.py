@@ -31,3 +31,7 @@ def test_report_lines_and_not_ok():
     assert closing.report_lines(results, [])[0] == "a: ok"
     assert closing.not_ok(results, ["c"]) == ["b", "c"]
     assert closing.not_ok([{"host": "a", "outcome": "clean"}], [], ok="clean") == []
+
+
+def test_a_missing_host_shows_as_text():
+    assert closing.report_lines([], ["h|1\n*x*"]) == [r"h\|1 \*x\*: " + closing.NO_RESULT]

@@ -30,6 +30,9 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape im
     ("x &amp; y", r"x \&amp; y"),
     ("h #", r"h \#"),
     ("$x$", r"\$x\$"),
+    # A terminal reads ESC and the one-byte CSI as commands; the bidi overrides reorder a line.
+    ("a\x1b[31mred\x9b2J", r"a \[31mred 2J"),
+    ("ok\u202egnp.exe", "ok gnp.exe"),
 ])
 def test_md_text(name, shown):
     assert md_text(name) == shown

@@ -14,15 +14,20 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import fo
 
 @pytest.mark.parametrize("given, label, expected", [
     ("", None, "/var/tmp/gpufleet.serving/llm_benchmark-h1.progress"),
-    ("", "tp8 eagle", "/var/tmp/gpufleet.serving/llm_benchmark-h1-tp8%20eagle.progress"),
-    (None, "a/b", "/var/tmp/gpufleet.serving/llm_benchmark-h1-a%2Fb.progress"),
-    ("/d/bench.progress", "baseline", "/d/bench-baseline.progress"),
-    ("/d.x/bench", "v2", "/d.x/bench-v2"),
-    ("/d/.hidden", "v2", "/d/.hidden-v2"),
+    ("", "tp8 eagle", "/var/tmp/gpufleet.serving/llm_benchmark-h1+tp8%20eagle.progress"),
+    (None, "a/b", "/var/tmp/gpufleet.serving/llm_benchmark-h1+a%2Fb.progress"),
+    ("/d/bench.progress", "baseline", "/d/bench+baseline.progress"),
+    ("/d.x/bench", "v2", "/d.x/bench+v2"),
+    ("/d/.hidden", "v2", "/d/.hidden+v2"),
     ("/d/bench.progress", "", "/d/bench.progress"),
 ])
 def test_progress_file_has_one_file_per_label(given, label, expected):
     assert follow.progress_file(given, "h1", label) == expected
+
+
+def test_no_two_hosts_and_labels_share_a_progress_file():
+    # With '-' between them, both were llm_benchmark-a-b-c.progress.
+    assert follow.progress_file("", "a", "b-c") != follow.progress_file("", "a-b", "c")
 
 
 def test_follow_command_from_the_inventory():

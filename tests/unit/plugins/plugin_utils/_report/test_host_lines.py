@@ -68,3 +68,27 @@ def test_teardown_line_names_the_processes_vllm_server_killed():
     assert host_lines.teardown_line("h", teardown, "vllm-8000") == (
         "h: stopped vllm-8000 (was running: False); GPUs verified free after 0.25 s, 3 processes signalled "
         "by the release (VLLM::EngineCore, VLLM::Worker_TP0, python -m x)")
+
+
+HOSTILE = "h|1 `x` *b* [l](http://e) <b>\n\x1b[31mfake: ok"
+
+
+def _shown_as_text(line):
+    # One line, every name's markup escaped, no control character.
+    assert "\n" not in line and "\x1b" not in line and "<b>" not in line, line
+    assert "`x`" not in line and " *b* " not in line and "[l](http" not in line and "h|1" not in line, line
+    assert r"h\|1 \`x\` \*b\* \[l\](http://e) \<b\> \[31mfake: ok" in line, line
+
+
+@pytest.mark.parametrize("make", [
+    lambda: host_lines.swap_line({"host": HOSTILE, "outcome": "failed", "stage": HOSTILE, "reason": HOSTILE,
+                                  "server_left": HOSTILE}),
+    lambda: host_lines.swap_line({"host": HOSTILE, "outcome": "ok"}),
+    lambda: host_lines.base_line(HOSTILE, {"base_url": HOSTILE}),
+    lambda: host_lines.launch_line(HOSTILE, {"base_url": HOSTILE}),
+    lambda: host_lines.teardown_line(HOSTILE, {"killed_titles": [HOSTILE]}, HOSTILE),
+    lambda: host_lines.bench_line(HOSTILE, HOSTILE, error=HOSTILE),
+    lambda: host_lines.bench_line(HOSTILE, HOSTILE, run={"summary": {}}),
+])
+def test_names_in_a_host_line_show_as_text(make):
+    _shown_as_text(make())

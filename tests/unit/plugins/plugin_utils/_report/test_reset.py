@@ -117,3 +117,17 @@ def test_grouped_commands_and_gpu_ranges():
     assert reset.grouped_commands(["VLLM::Worker_TP1", "x"]) == ["VLLM::Worker_TP1", "x"]
     assert reset.gpu_ranges([5, 0, 1, 2, 7, 6]) == "0-2,5-7"
     assert reset.gpu_ranges([]) == ""
+
+
+def test_the_table_shows_names_and_commands_as_text_and_the_record_keeps_them():
+    hostile = "h|1 `x` *b*\n\x1b[31m<b>"
+    release = {"killed": [{"cmdline": hostile}], "gpus": [{"index": 0, "free": True}],
+               "protected_holders": [{"cmdline": hostile}]}
+    clean = reset.reset_summary(release, hostile)
+    dirty = reset.reset_summary(release, hostile + "2", failure={"msg": hostile})
+    assert clean["host"] == hostile and clean["killed_commands"] == [hostile] and dirty["reason"] == hostile
+    table = reset.reset_table([clean, dirty], missing=[hostile + "3"])
+    assert len(table) == 1 + 2 + 1 + 1  # header, two hosts, the killed line under the clean one, the missing one
+    for line in table[1:]:
+        assert "\n" not in line and "\x1b" not in line and "<b>" not in line and "`x`" not in line, line
+        assert r"h\|1 \`x\` \*b\* \[31m\<b\>" in line, line

@@ -144,3 +144,15 @@ def test_swap_rollback_needed_and_done():
     assert back["line"].endswith("server left: base server (restored, ready in 4.37 s)")
     failed = swap.swap_rolled_back(record, None, "Launch: port busy")
     assert failed["rolled_back"] is False and "restoring the base server failed (Launch: port busy)" in failed["line"]
+
+
+def test_names_in_swap_lines_show_as_text_and_the_records_keep_them():
+    hostile = "c|1 `x` *b*\n<b>"
+    level = {"concurrency": 1, "output_tok_s": 50.0, "completed": 4, "failed": 0,
+             "categories": {hostile: {"requests": 4, "accept_length": 1.5}}}
+    runs = {"baseline": {"levels": [level]}, "candidate": {"levels": [level]}}
+    entry = swap.swap_gates(runs, {"per_category": {hostile: {"min_acceptance_length": 2.0}}})[0]
+    assert hostile in entry["gate"] and r"c\|1 \`x\` \*b\* \<b\>" in entry["line"], entry
+    failed = swap.swap_failure({"host": hostile, "outcome": "failed", "stage": "eagle", "reason": hostile})
+    assert failed["host"] == failed["reason"] == hostile
+    assert failed["line"].startswith(r"c\|1 \`x\` \*b\* \<b\>: FAILED at stage eagle: c\|1"), failed["line"]

@@ -10,10 +10,10 @@ from matplotlib.colors import to_hex
 
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare as rc
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import compare_plot as rcp
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import html_report, swap
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import markdown as rmd
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import merge as rm
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import plot as rp
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import swap
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
 
 FILE = {"source": "file", "name": None, "path": "/data/mt.jsonl", "format": "mtbench", "sha256": "ab12",
@@ -89,6 +89,8 @@ def test_a_category_missing_at_the_compared_level_is_named():
     ({"source": "builtin", "name": "builtin-v1", "sample": 80, "available": 80, "seed": 0},
      "built-in set builtin-v1, 80 items, seed 0, output length fixed"),
     ({"source": "random"}, "random prompts (no categories)"),
+    ({"source": "random", "goodput_slos": {"slo_ttft_ms": 2000, "slo_e2e_ms": 30000.5}},
+     "random prompts (no categories); goodput SLOs: TTFT ≤ 2000 ms, E2E latency ≤ 30000.5 ms"),
 ])
 def test_workload_text(info, text):
     assert wl.workload_text(info) == text
@@ -101,6 +103,22 @@ def test_swap_report_names_the_workload_and_compares_categories():
     assert md.count("WARNING") == 1 and "WARNING: fewer than 10 requests at concurrency 1 in code (4), writing (4)" in md
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines() if line.startswith("| code ")]
     assert rows == [["code", "4", "-", "3.20", "30.0 / 20.0", "28.0 / 5.0", "4.00x"]]
+
+
+def test_both_reports_and_their_html_say_which_goodput_slos_were_used():
+    slos = {"slo_ttft_ms": 2000, "slo_tpot_ms": 50, "slo_e2e_ms": None}
+    base, eagle = dict(BASE, config=slos), dict(EAGLE, config=slos)
+    assert wl.describe(base)["goodput_slos"] == {"slo_ttft_ms": 2000, "slo_tpot_ms": 50}
+    assert "goodput_slos" not in wl.describe(BASE)  # no SLO: no goodput, nothing to say
+    said = "goodput SLOs: TTFT ≤ 2000 ms, TPOT ≤ 50 ms"
+    swap_md = rmd.render(rm.merge({"gpu01": {"baseline": base, "candidate": eagle}}, "T", "sglang", "eagle3"))
+    experiment_md = rc.render(rc.compare({"gpu01": [{"variant": "sglang", "outcome": "ok", "bench": base},
+                                                    {"variant": "sglang+eagle3", "outcome": "ok", "bench": eagle}]}))
+    for md in (swap_md, experiment_md):
+        assert "- gpu01 sglang, gpu01 sglang+eagle3: " in md or "- gpu01 sglang, gpu01 eagle3: " in md, md
+        assert said in md, md
+        assert said in html_report.render("T", md)
+    assert said not in rmd.render(rm.merge({"gpu01": {"baseline": BASE, "candidate": EAGLE}}))
 
 
 def test_random_acceptance_is_warned_about_in_both_reports_and_lines():
