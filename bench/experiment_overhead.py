@@ -29,10 +29,10 @@ wall time) and the load average before and after (the machine's other work weigh
 asserts nothing about time.
 
     .venv/bin/python bench/experiment_overhead.py [--variants 4] [--ssh-port 2621] [--server-port 30621]
-                                                  [--sglang '{"load_seconds": 20}']
+                                                  [--sglang '{"load_seconds": 20}'] [--root DIR]
 
 Needs root (the fleet's namespaces), openssh-server and tini. The fleet lives in
-build/bench/experiment and is taken down at the end, also after a failure.
+build/bench/experiment (or --root) and is taken down at the end, also after a failure.
 """
 import argparse
 import glob
@@ -128,8 +128,11 @@ def main():
     parser.add_argument("--sglang", default="", metavar="JSON",
                         help='simulator knobs (simctl fleet up --sglang), e.g. {"load_seconds": 20} for a start-up '
                              'long enough that it, not the overhead, sets the spread ratio')
+    parser.add_argument("--root", default=os.path.join(REPO, "build", "bench", "experiment"),
+                        help="where the fleet and its results live (default %(default)s); another one lets two "
+                             "checkouts measure at the same time")
     args = parser.parse_args()
-    root = os.path.join(REPO, "build", "bench", "experiment")
+    root = os.path.abspath(args.root)
     load_before = os.getloadavg()
     fleet("down", root)
     fleet("up", root, "--hosts", "2", "--port", str(args.ssh_port), *(["--sglang", args.sglang] if args.sglang else []))

@@ -10,6 +10,9 @@
   - role variables: roles/*/meta/argument_specs.yml; the server roles' own (their options and
     defaults/main.yml) from the server spec table, plugins/module_utils/_engines/settings.py
   - vllm_server's deprecated speculative method list: the registry (Engine.speculative_methods)
+  - llm_benchmark's options that a playbook or an experiment may set (its DOCUMENTATION, _fleet's
+    fleet_benchmark suboptions, the docs' benchmark keys): plugins/module_utils/_bench/options.py OPTIONS
+  - server_plan's `speculative` suboptions: the server spec table's SPECULATIVE rows
   - the fleet's variants (_fleet's fleet_variant choices, compare_engines.yml's defaults): each
     engine's labels, plugins/plugin_utils/_experiment/engine_settings.py
   - a router worker's fields (router_info's and router_worker's RETURN): plugins/module_utils/_router/kind.py
@@ -79,6 +82,7 @@ def _markdown_text(text):
     """Ansible doc markup (C() V() O() E() P() I()) as Markdown."""
     text = re.sub(r"P\(([\w.]+)#\w+\)", r"`\1`", text)
     text = re.sub(r"O\([\w.]+#\w+:([\w.]+)\)", r"`\1`", text)  # another plugin's option: its name
+    text = re.sub(r"RV\(([^)]*)\)", r"`\1`", text)
     text = re.sub(r"[CVOE]\(([^)]*)\)", r"`\1`", text)
     text = re.sub(r"I\(([^)]*)\)", r"*\1*", text)
     return text.replace("|", "\\|")
@@ -305,18 +309,83 @@ def _experiment_format(kind):
     return lines
 
 
+def _bench_table():
+    engine_patterns()  # puts the collection on sys.path
+    from ansible_collections.gpufleet.serving.plugins.module_utils._bench import (  # pylint: disable=import-outside-toplevel
+        options,
+    )
+    return options
+
+
+MODULE_REF = re.compile(r"\b(O|RV)\(([^)#]+)\)")
+
+
+def _to_module(text):
+    """TEXT's O() and RV() of llm_benchmark's own options and returns, as references from elsewhere."""
+    return MODULE_REF.sub(r"\1(gpufleet.serving.llm_benchmark#module:\2)", text)
+
+
+def _bench_option(option, nested=True, rewrite=None):
+    """Argument spec lines of OPTION (a row of the benchmark table); NESTED: with its default and suboptions."""
+    lines = ["%s:" % option.name, "  description:"]
+    lines += ["    " + line for paragraph in option.doc
+              for line in _yaml_item(rewrite(paragraph) if rewrite else paragraph).split("\n")]
+    lines.append("  type: %s" % option.type)
+    if option.elements:
+        lines.append("  elements: %s" % option.elements)
+    if option.choices is not None:
+        lines.append("  choices: %s" % json.dumps(list(option.choices)))
+    if option.required:
+        lines.append("  required: true")
+    if nested and option.default is not None:
+        lines.append("  default: %s" % json.dumps(option.default))
+    if nested and option.suboptions:
+        lines.append("  suboptions:")
+        lines += ["    " + line for sub in option.suboptions for line in _bench_option(sub)]
+    return lines
+
+
+def _benchmark_options(kind):
+    """llm_benchmark's options of the benchmark table (plugins/module_utils/_bench/options.py)."""
+    if kind != "yaml":
+        raise ValueError("benchmark-options is a YAML block")
+    return [line for option in _bench_table().OPTIONS for line in _bench_option(option)]
+
+
+def _fleet_benchmark_options(kind):
+    """The _fleet role's fleet_benchmark suboptions: the benchmark table's rows, without defaults (a key not
+    given leaves the module's) and without their own suboptions (the module checks those)."""
+    if kind != "yaml":
+        raise ValueError("fleet-benchmark-options is a YAML block")
+    return [line for option in _bench_table().OPTIONS for line in _bench_option(option, False, _to_module)]
+
+
+def _speculative_suboptions(kind):
+    """server_plan's `speculative` suboptions, from the server spec table (settings.SPECULATIVE)."""
+    if kind != "yaml":
+        raise ValueError("speculative-suboptions is a YAML block")
+    dummy, spec = _server_table()
+    lines = []
+    for setting in spec.SPECULATIVE:
+        lines += ["%s:" % setting.name, "  description:"]
+        lines += ["    " + line for paragraph in setting.doc_for("", "")
+                  for line in _yaml_item(paragraph).split("\n")]
+        lines.append("  type: %s" % setting.type)
+        if setting.required:
+            lines.append("  required: true")
+        elif setting.default is not None:
+            lines.append("  default: %s" % json.dumps(setting.default))
+    return lines
+
+
 def _benchmark_keys(kind):
-    """The playbooks' `benchmark` keys: the _fleet role's fleet_benchmark suboptions."""
+    """The playbooks' `benchmark` keys: the benchmark table's rows (their first paragraph)."""
     if kind != "markdown":
         raise ValueError("benchmark-keys is a Markdown block")
-    engine_patterns()  # puts the collection on sys.path
-    from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import (  # pylint: disable=import-outside-toplevel
-        schema,
-    )
     rows = []
-    for key, spec in schema.benchmark_options().items():
-        kind_ = spec.get("type", "str") + (" of %s" % spec["elements"] if spec.get("elements") else "")
-        rows.append(("`%s`" % key, kind_, _markdown_text(spec.get("description", ""))))
+    for option in _bench_table().OPTIONS:
+        kind_ = option.type + (" of %s" % option.elements if option.elements else "")
+        rows.append(("`%s`" % option.name, kind_, _markdown_text(option.doc[0])))
     return _markdown_table(("key", "type", "meaning"), rows)
 
 
@@ -355,6 +424,9 @@ BLOCKS["drafter-options"] = _drafter_options
 BLOCKS["drafter-defaults"] = _drafter_defaults
 BLOCKS["experiment-format"] = _experiment_format
 BLOCKS["benchmark-keys"] = _benchmark_keys
+BLOCKS["benchmark-options"] = _benchmark_options
+BLOCKS["fleet-benchmark-options"] = _fleet_benchmark_options
+BLOCKS["speculative-suboptions"] = _speculative_suboptions
 BLOCKS["gpu-health-checks"] = _gpu_health_checks
 BLOCKS["router-worker-fields"] = _router_worker_fields
 

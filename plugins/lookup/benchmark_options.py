@@ -11,8 +11,9 @@ version_added: 0.1.0
 description:
   - Returns the dict a fleet playbook hands to the P(gpufleet.serving._fleet#role) role's C(benchmark) entry
     point as C(fleet_benchmark), read from the play's variables.
-  - The keys are the C(fleet_benchmark) suboptions of that entry point (the role's C(meta/argument_specs.yml),
-    the one place they are defined); a key of the play's C(benchmark) variable that is not one of them fails,
+  - The keys are the C(fleet_benchmark) suboptions of that entry point, M(gpufleet.serving.llm_benchmark)'s
+    options of those names (both generated from the collection's table of benchmark settings); a key of the play's
+    C(benchmark) variable that is not one of them fails,
     naming it and the valid ones, and so does a value of the wrong type.
   - A key comes from C(benchmark) if given there, else from the playbook's older variable C(PREFIX_KEY)
     (for example C(swap_bench_levels)), else from O(defaults).

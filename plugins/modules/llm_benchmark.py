@@ -72,41 +72,155 @@ attributes:
   diff_mode:
     support: none
 options:
+  # BEGIN GENERATED benchmark-options (scripts/gen_docs.py)
   levels:
     description:
-      - Concurrency levels, run in the order given.
+      - 'Concurrency levels, run in the order given.'
     type: list
     elements: int
     default: [1, 2, 4, 8, 16, 32, 64, 128]
   requests_per_level:
     description:
-      - Counted requests at each level.
-      - When not set, max(2 x level, 8) rounded up to a multiple of the level, so every
-        level ends with full waves and its wall time is not stretched by a half-empty tail.
-      - A value set here is used as given.
-      - With O(request_rates), the level in that formula is O(max_concurrency) (1 without it).
-      - With a O(workload) this counts items; a multi-turn item sends one request per turn, so
-        RV(levels[].requests) can be larger.
+      - 'Counted requests at each level.'
+      - 'When not set, max(2 x level, 8) rounded up to a multiple of the level, so every level ends with full
+        waves and its wall time is not stretched by a half-empty tail.'
+      - 'A value set here is used as given.'
+      - 'With O(request_rates), the level in that formula is O(max_concurrency) (1 without it).'
+      - 'With a O(workload) this counts items; a multi-turn item sends one request per turn, so
+        RV(levels[].requests) can be larger.'
     type: int
   warmup_requests:
     description:
-      - Requests sent at the start of each level, at the level's concurrency, and not
-        counted. When not set, one per connection (the level's start-up burst, which also
-        warms the server for that batch size). V(0) disables warm-up.
+      - 'Requests sent at the start of each level, at the level''s concurrency, and not counted. When not
+        set, one per connection (the level''s start-up burst, which also warms the server for that batch
+        size). V(0) disables warm-up.'
     type: int
   input_len:
     description:
-      - Prompt length. With O(api=completions) the prompt is this many random token ids
-        (exact). With O(api=chat) it is this many random common words (about one token each);
-        the server's C(usage.prompt_tokens) is reported.
+      - 'Prompt length. With O(api=completions) the prompt is this many random token ids (exact). With
+        O(api=chat) it is this many random common words (about one token each); the server''s
+        C(usage.prompt_tokens) is reported.'
     type: int
     default: 512
   output_len:
     description:
-      - C(max_tokens) of every request; C(ignore_eos) is sent so outputs reach it.
-        Outputs that end short are counted in RV(levels[].short_outputs).
+      - 'C(max_tokens) of every request; C(ignore_eos) is sent so outputs reach it. Outputs that end short
+        are counted in RV(levels[].short_outputs).'
     type: int
     default: 256
+  workload:
+    description:
+      - 'What the prompts are. Without it, random prompts (O(workload.source=random)).'
+    type: dict
+    suboptions:
+      source:
+        description:
+          - 'V(random) - random prompts of O(input_len) (pure throughput sweeps).'
+          - 'V(builtin) - the collection''s own natural-text set, 80 items in eight categories (chat, code, math,
+            reasoning, summarisation, extraction to JSON, translation, creative writing), some multi-turn.'
+          - 'V(file) - a dataset file, O(workload.path).'
+        type: str
+        choices: ["random", "builtin", "file"]
+        default: "random"
+      path:
+        description:
+          - 'The dataset file with O(workload.source=file).'
+        type: path
+      location:
+        description:
+          - 'V(controller) - O(workload.path) is on the controller; the action plugin copies it to a temporary
+            file on the host for the run and removes it afterwards.'
+          - 'V(host) - O(workload.path) is already on the host.'
+        type: str
+        choices: ["controller", "host"]
+        default: "controller"
+      format:
+        description:
+          - 'The file''s format. V(auto) tells them apart by content (a JSON list of C(conversations) is
+            ShareGPT; a JSONL line with C(question_id) and C(turns) is MT-Bench, with C(conversations)
+            sglang-custom, with C(messages) and C(max_tokens) or C(tools) openai, anything else jsonl).'
+          - 'V(sharegpt) - a JSON list of C({conversations - [{from, value}, ...]}); turn 0 is the prompt and
+            turn 1 the reference answer, as both tools read it.'
+          - 'V(jsonl) - one object a line with C(prompt) (text), C(messages) (chat history ending in a user turn)
+            or C(turns) (user turns of one conversation); optional C(category), C(output_len) (or
+            C(output_tokens)).'
+          - 'V(mtbench) - MT-Bench''s C(question.jsonl) (C(question_id), C(category), C(turns)).'
+          - 'V(sglang-custom) - sglang.bench_serving''s C(--dataset-name custom) JSONL.'
+          - 'V(vllm-custom) - C(vllm bench serve --dataset-name custom) JSONL (C(prompt), C(output_tokens)).'
+          - 'V(openai) - sglang.bench_serving''s C(--dataset-name openai) JSONL of chat requests, sent as given;
+            taken in file order.'
+        type: str
+        choices: ["auto", "sharegpt", "jsonl", "mtbench", "sglang-custom", "vllm-custom", "openai"]
+        default: "auto"
+      categories:
+        description:
+          - 'Keep only items of these categories (an error when none matches; the message lists the file''s
+            categories).'
+        type: list
+        elements: str
+      sample:
+        description:
+          - 'How many items to take, in the seed''s order. Default all. Each level''s counted requests take items
+            from the start of the sample (wrapping round when a level needs more), its warm-up the items after
+            them.'
+        type: int
+      seed:
+        description:
+          - 'Seed of the sample and its order (default O(seed)); the same seed gives the same items in the same
+            order, and the same order as the tools'' C(--seed).'
+        type: int
+      output_len_mode:
+        description:
+          - 'V(fixed) - every request asks for O(output_len) tokens.'
+          - 'V(dataset) - the item''s reference length where the dataset gives one (C(output_len) or
+            C(output_tokens) of a JSONL line, C(max_tokens) of an openai line, the first answer of a ShareGPT or
+            sglang-custom conversation estimated as its UTF-8 bytes / 4, since the host has no tokenizer), else
+            O(output_len).'
+        type: str
+        choices: ["fixed", "dataset"]
+        default: "fixed"
+  repeats:
+    description:
+      - 'Run each level this many times, one after another, to state the run-to-run spread.'
+      - 'With more than one, RV(levels[].output_tok_s), RV(levels[].accept_length), the request rates
+        (RV(levels[].requests_per_s), RV(levels[].goodput_req_s)) and every latency percentile (TTFT, TPOT,
+        ITL, E2E; each run''s percentile, averaged over the runs) are the means over the runs, so a latency
+        figure and a latency gate use every run; the counts (RV(levels[].requests), RV(levels[].completed),
+        RV(levels[].failed), RV(levels[].goodput_requests) and the token counts) are the sums over the runs
+        and RV(levels[].errors) holds the error samples of every run, so a failure in any run shows; every
+        other figure of the level is the first run''s, and RV(levels[].repeats) gives each run''s figures
+        and a 95% confidence interval (Student t) of output tok/s, TTFT p50 and p99, TPOT p50 and p99 and
+        acceptance length.'
+    type: int
+    default: 1
+  category_passes:
+    description:
+      - 'After each level (and its repeats), run one more pass per category of the level''s counted requests,
+        with only that category''s items of the O(workload), at the same concurrency (or rate), request
+        count and warm-up. The categories share the server within a level, so this is what measures tok/s
+        per category (RV(levels[].categories)).'
+      - 'For an engine that answers no acceptance per request (vLLM), the category''s acceptance length comes
+        from the server''s counter deltas around its pass (C(accept_source) C(pass_metrics)).'
+      - 'Each pass sends as many requests as its level again, so the run takes about one level''s time more
+        per category. The passes'' requests are not written to O(request_records).'
+      - 'Needs a O(workload) whose items have categories.'
+    type: bool
+    default: false
+  slo_ttft_ms:
+    description:
+      - 'Goodput SLO - a request counts in RV(levels[].goodput_req_s) (the reports'' C(goodput req/s), an
+        experiment''s C(min_goodput_fraction) gate) only with TTFT at most this, and within every other SLO
+        given.'
+    type: float
+  slo_tpot_ms:
+    description:
+      - 'Goodput SLO on TPOT (milliseconds), as O(slo_ttft_ms).'
+    type: float
+  slo_e2e_ms:
+    description:
+      - 'Goodput SLO on end-to-end latency (milliseconds), as O(slo_ttft_ms).'
+    type: float
+  # END GENERATED benchmark-options
   api:
     description:
       - Which endpoint to load. V(completions) is C(/v1/completions), V(chat) is
@@ -115,79 +229,6 @@ options:
         multi-turn item needs V(chat); V(completions) sends a one-turn item's text as C(prompt)).
     type: str
     choices: [completions, chat]
-  workload:
-    description:
-      - What the prompts are. Without it, random prompts (O(workload.source=random)).
-    type: dict
-    suboptions:
-      source:
-        description:
-          - V(random) - random prompts of O(input_len) (pure throughput sweeps).
-          - V(builtin) - the collection's own natural-text set, 80 items in eight categories
-            (chat, code, math, reasoning, summarisation, extraction to JSON, translation,
-            creative writing), some multi-turn.
-          - V(file) - a dataset file, O(workload.path).
-        type: str
-        choices: [random, builtin, file]
-        default: random
-      path:
-        description:
-          - The dataset file with O(workload.source=file).
-        type: path
-      location:
-        description:
-          - V(controller) - O(workload.path) is on the controller; the action plugin copies it to a
-            temporary file on the host for the run and removes it afterwards.
-          - V(host) - O(workload.path) is already on the host.
-        type: str
-        choices: [controller, host]
-        default: controller
-      format:
-        description:
-          - The file's format. V(auto) tells them apart by content (a JSON list of
-            C(conversations) is ShareGPT; a JSONL line with C(question_id) and C(turns) is
-            MT-Bench, with C(conversations) sglang-custom, with C(messages) and C(max_tokens) or
-            C(tools) openai, anything else jsonl).
-          - V(sharegpt) - a JSON list of C({conversations - [{from, value}, ...]}); turn 0 is the
-            prompt and turn 1 the reference answer, as both tools read it.
-          - V(jsonl) - one object a line with C(prompt) (text), C(messages) (chat history ending in
-            a user turn) or C(turns) (user turns of one conversation); optional C(category),
-            C(output_len) (or C(output_tokens)).
-          - V(mtbench) - MT-Bench's C(question.jsonl) (C(question_id), C(category), C(turns)).
-          - V(sglang-custom) - sglang.bench_serving's C(--dataset-name custom) JSONL.
-          - V(vllm-custom) - C(vllm bench serve --dataset-name custom) JSONL (C(prompt), C(output_tokens)).
-          - V(openai) - sglang.bench_serving's C(--dataset-name openai) JSONL of chat requests, sent
-            as given; taken in file order.
-        type: str
-        choices: [auto, sharegpt, jsonl, mtbench, sglang-custom, vllm-custom, openai]
-        default: auto
-      categories:
-        description:
-          - Keep only items of these categories (an error when none matches; the message lists
-            the file's categories).
-        type: list
-        elements: str
-      sample:
-        description:
-          - How many items to take, in the seed's order. Default all. Each level's counted
-            requests take items from the start of the sample (wrapping round when a level needs
-            more), its warm-up the items after them.
-        type: int
-      seed:
-        description:
-          - Seed of the sample and its order (default O(seed)); the same seed gives the same
-            items in the same order, and the same order as the tools' C(--seed).
-        type: int
-      output_len_mode:
-        description:
-          - V(fixed) - every request asks for O(output_len) tokens.
-          - V(dataset) - the item's reference length where the dataset gives one (C(output_len) or
-            C(output_tokens) of a JSONL line, C(max_tokens) of an openai line, the first answer of a
-            ShareGPT or sglang-custom conversation estimated as its UTF-8 bytes / 4, since the host has
-            no tokenizer), else O(output_len).
-        type: str
-        choices: [fixed, dataset]
-        default: fixed
   request_records:
     description:
       - Path on the target host of a JSONL file that gets one line per request sent (warm-up
@@ -212,32 +253,6 @@ options:
       - Seed of the random prompts; the same seed gives the same prompts.
     type: int
     default: 0
-  repeats:
-    description:
-      - Run each level this many times, one after another, to state the run-to-run spread.
-      - With more than one, RV(levels[].output_tok_s), RV(levels[].accept_length), the request rates
-        (RV(levels[].requests_per_s), RV(levels[].goodput_req_s)) and every latency percentile (TTFT, TPOT, ITL, E2E;
-        each run's percentile, averaged over the runs) are the means over the runs, so a latency figure and a
-        latency gate use every run; the counts (RV(levels[].requests), RV(levels[].completed), RV(levels[].failed),
-        RV(levels[].goodput_requests) and the token counts) are the sums over the runs and RV(levels[].errors)
-        holds the error samples of every run, so a failure in any run shows; every other figure of the level is
-        the first run's, and RV(levels[].repeats) gives each run's figures and a 95% confidence interval (Student
-        t) of output tok/s, TTFT p50 and p99, TPOT p50 and p99 and acceptance length.
-    type: int
-    default: 1
-  category_passes:
-    description:
-      - After each level (and its repeats), run one more pass per category of the level's counted requests,
-        with only that category's items of the O(workload), at the same concurrency (or rate), request count
-        and warm-up. The categories share the server within a level, so this is what measures tok/s per
-        category (RV(levels[].categories)).
-      - For an engine that answers no acceptance per request (vLLM), the category's acceptance length comes
-        from the server's counter deltas around its pass (C(accept_source) C(pass_metrics)).
-      - Each pass sends as many requests as its level again, so the run takes about one level's time more
-        per category. The passes' requests are not written to O(request_records).
-      - Needs a O(workload) whose items have categories.
-    type: bool
-    default: false
   request_timeout:
     description:
       - Seconds one request may take, connection included, before it counts as failed.
@@ -285,18 +300,6 @@ options:
       - Send C(ignore_eos) so outputs reach C(max_tokens). V(false) lets the model stop early.
     type: bool
     default: true
-  slo_ttft_ms:
-    description:
-      - Goodput SLO - a request counts in RV(levels[].goodput_req_s) only with TTFT at most this.
-    type: float
-  slo_tpot_ms:
-    description:
-      - Goodput SLO on TPOT (milliseconds).
-    type: float
-  slo_e2e_ms:
-    description:
-      - Goodput SLO on end-to-end latency (milliseconds).
-    type: float
   connection:
     description:
       - V(keep_alive) opens connections ahead and reuses them; TTFT then excludes connection
@@ -662,8 +665,8 @@ output:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import DEFAULT_LEVELS, benchmark
-from ansible_collections.gpufleet.serving.plugins.module_utils._bench.workload.formats import FORMATS
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import options
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.run import benchmark
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.bench_telemetry import for_benchmark
@@ -674,29 +677,12 @@ def main():
         argument_spec=dict(
             base_url=dict(type="str", required=True, aliases=["url"]),
             model=dict(type="str"),
-            levels=dict(type="list", elements="int", default=DEFAULT_LEVELS),
-            requests_per_level=dict(type="int"),
-            warmup_requests=dict(type="int"),
-            input_len=dict(type="int", default=512),
-            output_len=dict(type="int", default=256),
             api=dict(type="str", choices=["completions", "chat"]),
-            workload=dict(type="dict", options=dict(
-                source=dict(type="str", choices=["random", "builtin", "file"], default="random"),
-                path=dict(type="path"),
-                location=dict(type="str", choices=["controller", "host"], default="controller"),
-                format=dict(type="str", choices=list(FORMATS), default="auto"),
-                categories=dict(type="list", elements="str"),
-                sample=dict(type="int"),
-                seed=dict(type="int"),
-                output_len_mode=dict(type="str", choices=["fixed", "dataset"], default="fixed"),
-            ), required_if=[("source", "file", ["path"])]),
             request_records=dict(type="path"),
             # Taken by the action plugin (a controller path); listed so the documentation matches.
             request_records_to=dict(type="path"),
             temperature=dict(type="float", default=0.0),
             seed=dict(type="int", default=0),
-            repeats=dict(type="int", default=1),
-            category_passes=dict(type="bool", default=False),
             request_timeout=dict(type="float", default=600),
             max_error_samples=dict(type="int", default=5),
             api_key=dict(type="str", no_log=True),
@@ -709,13 +695,11 @@ def main():
             max_concurrency=dict(type="int"),
             range_ratio=dict(type="float", default=1.0),
             ignore_eos=dict(type="bool", default=True),
-            slo_ttft_ms=dict(type="float"),
-            slo_tpot_ms=dict(type="float"),
-            slo_e2e_ms=dict(type="float"),
             connection=dict(type="str", choices=["keep_alive", "per_request"], default="keep_alive"),
             progress_file=dict(type="path"),
             telemetry=dict(type="bool"),
             gpus=dict(type="list", elements="int"),
+            **options.argument_spec(),
         ),
         supports_check_mode=True,
     )

@@ -120,23 +120,30 @@ options:
       - Omit (or null) for no speculative decoding.
     type: dict
     suboptions:
+      # BEGIN GENERATED speculative-suboptions (scripts/gen_docs.py)
       algorithm:
-        description: The speculative algorithm (SGLang's C(--speculative-algorithm); vLLM's C(method), lowercased).
+        description:
+          - 'The speculative algorithm (SGLang''s C(--speculative-algorithm); vLLM''s C(method), lowercased).'
         type: str
-        default: EAGLE3
+        default: "EAGLE3"
       draft_model_path:
-        description: The drafter's directory on the host.
+        description:
+          - 'The drafter''s directory on the host.'
         type: str
         required: true
       num_steps:
-        description: Draft steps; null leaves the engine's own choice (with SGLang, of all three numbers).
+        description:
+          - 'Draft steps; null leaves the engine''s own choice (with SGLang, of all three numbers).'
         type: int
       eagle_topk:
-        description: Candidates per step (SGLang only).
+        description:
+          - 'Candidates per step (SGLang only).'
         type: int
       num_draft_tokens:
-        description: Draft tokens verified per step; with top-k 1 it is O(speculative.num_steps) + 1 (SGLang only).
+        description:
+          - 'Draft tokens verified per step; with top-k 1 it is O(speculative.num_steps) + 1 (SGLang only).'
         type: int
+      # END GENERATED speculative-suboptions
   speculative_args:
     description: Speculative-decoding arguments, after the flags above (and after those O(speculative) composes).
     type: list
@@ -463,13 +470,7 @@ def argument_spec():
         max_num_seqs=dict(type="raw"),
         speculative_config=dict(type="dict", default={}),
         api_key=dict(type="str", default="", no_log=True),
-        speculative=dict(type="dict", options=dict(
-            algorithm=dict(type="str", default="EAGLE3"),
-            draft_model_path=dict(type="str", required=True),
-            num_steps=dict(type="int"),
-            eagle_topk=dict(type="int"),
-            num_draft_tokens=dict(type="int", no_log=False),
-        )),
+        speculative=dict(type="dict", options=_settings.speculative_spec()),
         speculative_args=dict(type="list", elements="str", default=[]),
         nodes=dict(type="list", elements="str", default=[]),
         node=dict(type="str", default=""),

@@ -22,7 +22,7 @@ from tests.support.paths import PYTHON, REPO
 from tests.support.server_role import play
 
 INVENTORY = os.path.join(REPO, "inventories", "example-blackwell")
-LAUNCH_TASKS = os.path.join(REPO, "roles", "_server", "tasks", "launch.yml")
+LAUNCH_TASKS = os.path.join(REPO, "roles", "_server", "tasks", "launch_files.yml")
 KEY = "gf-EXAMPLE-KEY-5a1e"
 
 RENDER_TASKS = """\
@@ -53,7 +53,7 @@ RENDER_TASKS = """\
         path: "{{ sglang_server_state_dir }}"
         state: directory
         mode: "0700"
-    - name: Write the secret config as the role's launch.yml does
+    - name: Write the secret config as the role's launch_files.yml does
       ansible.builtin.copy:
         content: "{{ secret_content }}"
         dest: "{{ _server_plan.paths.secret_config }}"
@@ -64,7 +64,7 @@ RENDER_TASKS = """\
 
 
 def role_secret_content():
-    """The content template of launch.yml's task that writes the key file."""
+    """The content template of launch_files.yml's task that writes the key file."""
     with open(LAUNCH_TASKS) as handle:
         (task,) = [t for t in yaml.safe_load(handle) if t["name"] == "Write the API key where only root can read it"]
     return task["ansible.builtin.copy"]["content"]

@@ -293,7 +293,7 @@ def _tasks(name):
 
 
 def test_role_task_files_write_with_tight_modes():
-    launch = _tasks("launch.yml")
+    launch = _tasks("launch_files.yml")
     log_dir = launch["Create the log directory"]["ansible.builtin.file"]
     assert (log_dir["path"], log_dir["state"], log_dir["mode"]) == ("{{ server_spec.log_dir }}", "directory", "0750")
     state_dir = launch["Create the state directory"]["ansible.builtin.file"]

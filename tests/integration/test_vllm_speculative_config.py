@@ -1,6 +1,7 @@
 """The checks of vllm_server_speculative_config before anything is stopped, run on localhost:
-the role's own (include_role tasks_from speculative: a drafter and a token count, the drafter
-against the target), then server_plan's (the method, from the engine registry), with the
+the role's own (include_role tasks_from speculative: the drafter against the target), then
+server_plan's (the method, from the engine registry; a drafter and a token count, from the
+engine file), with the
 simulated models of sim/models as target and drafters. Each refusal names what is wrong and
 fails in the task that checks it; an EAGLE-3 drafter that fits passes (also one named as only
 vLLM registers it) and is registered as vllm_server_drafter_check; a method without an EAGLE-3
@@ -76,15 +77,13 @@ CASES = [
     ({"model": GOOD, "num_speculative_tokens": 3}, "Plan the server", "speculative_config has no method"),
     ({"method": "EAGLE3", "model": GOOD}, "Plan the server",
      "speculative_config.method 'EAGLE3' is not a speculative method vLLM knows: set method to one of ngram,"),
-    ({"method": "eagle3", "num_speculative_tokens": 3},
-     "Check the speculative config names a drafter and a token count vLLM accepts", "needs `model`"),
-    ({"method": "eagle3", "model": GOOD, "num_speculative_tokens": 0},
-     "Check the speculative config names a drafter and a token count vLLM accepts", "at least 1"),
+    ({"method": "eagle3", "num_speculative_tokens": 3}, "Plan the server", "needs `model`"),
+    ({"method": "eagle3", "model": GOOD, "num_speculative_tokens": 0}, "Plan the server", "at least 1"),
     # No drafter of its own: no EAGLE-3 check (the mismatched directory is not read).
     ({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}, None, None),
     ({"method": "mtp", "num_speculative_tokens": 1}, None, None),
-    ({"method": "eagle3", "model": GOOD, "num_speculative_tokens": None},
-     "Check the speculative config names a drafter and a token count vLLM accepts", "leave the key out, not null"),
+    ({"method": "eagle3", "model": GOOD, "num_speculative_tokens": None}, "Plan the server",
+     "leave the key out, not null"),
 ]
 
 

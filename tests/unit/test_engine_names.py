@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Engine names live in the registry: outside plugins/module_utils/_engines/, plugins/ names an
-engine only in documentation (DOCUMENTATION, EXAMPLES, RETURN, docstrings, comments, the
-filters' YAML docs).
+engine only in documentation (DOCUMENTATION, EXAMPLES, RETURN, a table row's `doc=`, docstrings,
+comments, the filters' YAML docs).
 
 Every .py file under plugins/ is read with ast (no code runs): string constants and
 identifiers that name an engine are reported unless they are documentation or in ALLOWED,
@@ -57,10 +57,13 @@ def _docstrings(tree):
 
 
 def _doc_blocks(tree):
-    """ids of every node inside an assignment to DOCUMENTATION, EXAMPLES or RETURN."""
+    """ids of every node inside an assignment to DOCUMENTATION, EXAMPLES or RETURN, or inside a `doc=`
+    argument (a table row's documentation, generated into a DOCUMENTATION block: _bench/options.py)."""
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in DOC_BLOCKS for t in node.targets):
+            out.update(id(n) for n in ast.walk(node.value))
+        if isinstance(node, ast.keyword) and node.arg == "doc":
             out.update(id(n) for n in ast.walk(node.value))
     return out
 

@@ -242,3 +242,40 @@ def test_the_name_checker_sees_a_missing_name(tmp_path):
     (fake / "modules" / "m.py").write_text(
         "from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, fail_from\n")
     assert unresolved(fake) == ["plugins/modules/m.py:1 %smodule_utils._errors has no fail_from" % PREFIX]
+
+
+def collection_file_reads(plugins=PLUGINS):
+    """Where a plugin reaches for the collection's own files at run time: its path from `__file__` (the way to
+    roles/ or another plugin's source) or a call given a path under roles/. What a plugin needs of a role or of
+    another plugin lives in a Python table it imports (e.g. _engines/settings.py, _bench/options.py)."""
+    out = []
+    for path in sorted(plugins.rglob("*.py")):
+        rel = path.relative_to(plugins.parent)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Name) and node.id == "__file__":
+                out.append("%s:%d finds the collection from __file__" % (rel, node.lineno))
+            if isinstance(node, ast.Call):
+                for arg in node.args:
+                    for part in ast.walk(arg):
+                        text = part.value if isinstance(part, ast.Constant) and isinstance(part.value, str) else ""
+                        if text == "roles" or text.startswith("roles/") or "/roles/" in text:
+                            out.append("%s:%d opens a path under roles/: %r" % (rel, node.lineno, text))
+    return sorted(set(out), key=lambda line: (line.split(":")[0], int(line.split(":")[1].split(" ")[0])))
+
+
+def test_plugins_read_no_role_files_at_run_time():
+    found = collection_file_reads()
+    assert not found, "\n".join(found)
+
+
+def test_the_file_read_checker_sees_a_read(tmp_path):
+    fake = tmp_path / "plugins" / "plugin_utils"
+    fake.mkdir(parents=True)
+    (fake / "bad.py").write_text(
+        "import os\n"
+        "ROOT = os.path.dirname(os.path.dirname(__file__))\n"
+        "SPEC = open(os.path.join(ROOT, 'roles', '_fleet', 'meta', 'argument_specs.yml'))\n"
+        "OTHER = open(ROOT + '/roles/x/defaults/main.yml')\n")
+    found = collection_file_reads(tmp_path / "plugins")
+    assert [f.split(" ", 1)[0] for f in found] == ["plugins/plugin_utils/bad.py:2", "plugins/plugin_utils/bad.py:3",
+                                                   "plugins/plugin_utils/bad.py:4"], found

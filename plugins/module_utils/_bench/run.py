@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._bench.bounds imp
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.categories import by_category, with_pass
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.client import request_body
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.load import run_level
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench.options import DEFAULT_LEVELS
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.records import RecordWriter, flatten, workload_jobs
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats import combine
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.stats import level_metrics, summary, window_bounds
@@ -33,7 +34,6 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import Gp
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import open_owned, write_atomic
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient, server_root, ssl_context
 
-DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128]
 PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 

@@ -142,6 +142,9 @@ class Engine:
     per_request_acceptance: dict | None
     # The server's own count of running and waiting requests (server_drain).
     in_flight: InFlight
+    # Raises InvalidInput for a user's speculative config (speculative_config_option) the engine
+    # would refuse only at launch, beyond its method; None: no more to check.
+    check_speculative_config: Callable[[dict], None] | None = None
 
     def version_probe(self) -> str:
         """Python source printing the installed version (run with the server's interpreter)."""

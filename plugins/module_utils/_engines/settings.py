@@ -114,7 +114,18 @@ def _release_patterns(engine, values):
     return list(_engine(engine).kill_patterns) if engine == "sglang" else []
 
 
-SPECULATIVE_KEYS = ("algorithm", "draft_model_path", "num_steps", "eagle_topk", "num_draft_tokens")
+# The keys of the neutral `speculative` setting (server_plan's option of that name, an experiment
+# variant's `speculative`); each engine file composes them into its own flags (speculative_options).
+SPECULATIVE = (
+    Setting("algorithm", "str", default="EAGLE3",
+            doc="The speculative algorithm (SGLang's C(--speculative-algorithm); vLLM's C(method), lowercased)."),
+    Setting("draft_model_path", "str", required=True, doc="The drafter's directory on the host."),
+    Setting("num_steps", "int",
+            doc="Draft steps; null leaves the engine's own choice (with SGLang, of all three numbers)."),
+    Setting("eagle_topk", "int", doc="Candidates per step (SGLang only)."),
+    Setting("num_draft_tokens", "int",
+            doc="Draft tokens verified per step; with top-k 1 it is O(speculative.num_steps) + 1 (SGLang only)."),
+)
 
 # In the order docs show them and, for those with a flag, the order of the command line
 # (extra_args always last).
@@ -331,6 +342,19 @@ SETTINGS = (
 
 # The settings whose non-empty value turns speculative decoding on, beside `speculative`.
 SPECULATIVE_EXTRAS = ("speculative_args", "speculative_config")
+
+
+def speculative_spec() -> dict:
+    """The argument spec of the `speculative` setting's keys (server_plan's suboptions)."""
+    out = {}
+    for setting in SPECULATIVE:
+        spec = {"type": setting.type, "no_log": setting.no_log}
+        if setting.required:
+            spec["required"] = True
+        elif setting.default is not None:
+            spec["default"] = setting.default
+        out[setting.name] = spec
+    return out
 
 
 def settings_for(engine: str) -> list:

@@ -11,6 +11,7 @@ simulator's copy of its flag set.
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as _spec
@@ -68,6 +69,28 @@ SPECULATIVE_METHODS = (
     "bailing_hybrid_mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp",
     "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
 )
+
+
+# Methods whose draft weights come from `model` (a separate drafter directory): vLLM fails with
+# "num_speculative_tokens was provided but without speculative model" without one
+# (SpeculativeConfig.__post_init__).
+SPECULATIVE_METHODS_WITH_MODEL = ("eagle", "eagle3", "draft_model", "dflash")
+
+
+def check_speculative_config(config: dict) -> None:
+    """Refuse a --speculative-config that vLLM would refuse only at launch: a method that drafts with a
+    separate model and names none, or num_speculative_tokens that is not a whole number of at least 1
+    (null included: left out, vLLM takes it from the drafter's config)."""
+    model = config.get("model")
+    needs_model = config.get("method") in SPECULATIVE_METHODS_WITH_MODEL and (model is None or str(model) == "")
+    tokens = config.get("num_speculative_tokens")
+    bad_tokens = "num_speculative_tokens" in config and (
+        isinstance(tokens, bool) or not re.match(r"^[0-9]+$", str(tokens)) or int(tokens) < 1)
+    if needs_model or bad_tokens:
+        raise InvalidInput("speculative_config %s: method %s needs `model` (the drafter's directory), and "
+                           "num_speculative_tokens, when given, must be a whole number of at least 1 (leave the key "
+                           "out, not null, for vLLM to take it from the drafter's config)."
+                           % (json.dumps(config), config.get("method") or "(none)"))
 
 
 def speculative_method(algorithm: str) -> str:
@@ -200,6 +223,7 @@ ENGINE = Engine(
     # v1/metrics/loggers.py PrometheusStatLogger: gauges with labels model_name and engine (one
     # series per engine core, summed). /metrics is always on and needs no key. vLLM names no
     # request in flight anywhere a client can read.
+    check_speculative_config=check_speculative_config,
     in_flight=InFlight(path="/metrics", running="vllm:num_requests_running", waiting="vllm:num_requests_waiting",
                        entries=None, request_ids=None),
 )

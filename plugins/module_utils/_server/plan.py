@@ -94,7 +94,8 @@ def check_speculative_method(p: dict[str, Any], engine: Engine) -> None:
 
     The engine would refuse it only at launch, after the running server was torn down. A user's
     config without `method` is refused too, unless `speculative` composes one (the engine would
-    guess it from the drafter's directory name)."""
+    guess it from the drafter's directory name). A config of its own (without `speculative`) gets the
+    engine's further checks (vLLM: a drafter and a token count)."""
     known = ", ".join(engine.speculative_methods)
     spec = p.get("speculative")
     if spec:
@@ -113,6 +114,8 @@ def check_speculative_method(p: dict[str, Any], engine: Engine) -> None:
     if config["method"] not in engine.speculative_methods:
         raise InvalidInput("%s.method %r is not a speculative method %s knows: set method to one of %s"
                            % (engine.speculative_config_option, config["method"], engine.title, known))
+    if not spec and engine.check_speculative_config:
+        engine.check_speculative_config(config)
 
 
 def server_argv(p: dict[str, Any], engine: Engine, entry: str, secret_config: str,

@@ -2,30 +2,25 @@
 # Copyright (c) gpufleet.serving contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The keys an experiment file may use, each read from where the option is defined.
+"""The keys an experiment file may use, each from the table where the option is defined.
 
 - a variant's ``server``: the engine's server settings (the server spec table,
   plugins/module_utils/_engines/settings.py), less those the experiment sets through its own keys;
-- a variant's ``speculative``: server_plan's ``speculative`` suboptions (plugins/modules/server_plan.py);
-- ``benchmark``: the ``fleet_benchmark`` suboptions of the _fleet role's ``benchmark`` entry point
-  (the fleet playbooks' ``benchmark`` variable takes the same keys).
+- a variant's ``speculative``: the keys of the neutral ``speculative`` setting (the same table's
+  SPECULATIVE rows, server_plan's ``speculative`` suboptions);
+- ``benchmark``: llm_benchmark's options a playbook may set (plugins/module_utils/_bench/options.py;
+  the _fleet role's ``fleet_benchmark`` suboptions and the fleet playbooks' ``benchmark`` variable
+  take the same keys).
 
-The collection root is found from this file, so the same code works in the checkout and in an
-installed collection (roles/ is a sibling of plugins/).
+Nothing here reads a file: an installed collection and the checkout behave alike.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
-import os
 
-import yaml
-
+from ansible_collections.gpufleet.serving.plugins.module_utils._bench import options as bench_options
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
-from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 # The file's own keys: (type, meaning), in the order docs/playbooks.md shows them (generated there).
 TOP_FORMAT = {
@@ -67,15 +62,6 @@ SERVER_OWN_KEYS = {"state": "the playbook starts and stops each variant",
                    "env": "use the variant's `env` key"}
 
 
-def _yaml_file(*parts):
-    path = os.path.join(ROOT, *parts)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
-    except (OSError, yaml.YAMLError) as exc:
-        raise InvalidInput("cannot read %s (the collection is incomplete): %s" % (path, exc))
-
-
 @functools.lru_cache(maxsize=None)
 def server_options(role):
     """{setting: its spec (type, elements, choices)} of ROLE's engine (ROLE is ENGINE_server), from
@@ -94,23 +80,15 @@ def server_options(role):
     return out
 
 
-@functools.lru_cache(maxsize=None)
 def speculative_options():
-    """server_plan's `speculative` suboptions (the module's DOCUMENTATION, read without importing it)."""
-    path = os.path.join(ROOT, "plugins", "modules", "server_plan.py")
-    with open(path, encoding="utf-8") as fh:
-        tree = ast.parse(fh.read(), path)
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "DOCUMENTATION" for t in node.targets):
-            return yaml.safe_load(node.value.value)["options"]["speculative"]["suboptions"]
-    raise InvalidInput("%s has no DOCUMENTATION (the collection is incomplete)" % path)
+    """{key: its spec (type, default or required)} of the `speculative` setting (server_plan's suboptions)."""
+    return server_spec.speculative_spec()
 
 
-@functools.lru_cache(maxsize=None)
 def benchmark_options():
-    """{key: its spec} of fleet_benchmark, the _fleet role's benchmark entry point's one dict of llm_benchmark options."""
-    spec = _yaml_file("roles", "_fleet", "meta", "argument_specs.yml")
-    return dict(spec["argument_specs"]["benchmark"]["options"]["fleet_benchmark"]["options"])
+    """{key: its spec (type, elements, choices, description)} of the benchmark keys (fleet_benchmark's
+    suboptions, llm_benchmark's options of those names)."""
+    return bench_options.kinds()
 
 
 def _is(value, kind):

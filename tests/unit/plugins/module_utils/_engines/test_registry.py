@@ -36,7 +36,8 @@ IDS = [e.name for e in ENGINES]
 MODULES = "ansible_collections.gpufleet.serving.plugins.modules."
 # Fields an engine may leave empty: what it does not have (vLLM has no model-info or server-info path).
 MAY_BE_EMPTY = {"speculative_methods", "model_flag", "model_info_paths", "server_info_paths", "server_info_keys",
-                "server_info_accept_length", "causes", "per_request_acceptance", "speculative_config_option"}
+                "server_info_accept_length", "causes", "per_request_acceptance", "speculative_config_option",
+                "check_speculative_config"}
 
 
 class _Captured(Exception):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry, settings
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine import FLAG_KINDS
@@ -106,3 +107,14 @@ def test_the_role_files_are_the_table(engine):
         assert options[name]["type"] == setting.type
         assert options[name].get("default") == settings.shown_default(setting, engine), name
         assert defaults[name] == settings.role_default(setting, engine), name
+
+
+def test_the_speculative_keys_are_an_argument_spec():
+    """server_plan's `speculative` suboptions: the algorithm defaults to EAGLE3, the drafter is required."""
+    spec = settings.speculative_spec()
+    assert list(spec) == [s.name for s in settings.SPECULATIVE]
+    checked = ArgumentSpecValidator(spec).validate({"draft_model_path": "/d", "num_steps": 3})
+    assert not checked.error_messages
+    assert checked.validated_parameters == {"algorithm": "EAGLE3", "draft_model_path": "/d", "num_steps": 3,
+                                            "eagle_topk": None, "num_draft_tokens": None}
+    assert any("draft_model_path" in m for m in ArgumentSpecValidator(spec).validate({}).error_messages)

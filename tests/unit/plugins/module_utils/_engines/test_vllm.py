@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_engines/vllm.py: the registry's list of vLLM speculative methods against the pinned wheel's own
+"""_engines/vllm.py: the check of a user's speculative config; the registry's list of vLLM speculative methods against the pinned wheel's own
 sources: the strings of the Literal SpeculativeMethod in vllm/config/speculative.py, with the
 Literal aliases it names (EagleModelTypes, MTPModelTypes, ...) followed. Read with `ast`, never
 imported (tests/support/real_sources.py says where the sources are).
@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import ast
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
+import pytest
+
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry, vllm
+from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from tests.support.real_sources import vllm_sources
 
 
@@ -42,3 +45,25 @@ def test_vllm_speculative_methods_are_the_wheels_speculative_method_literal():
     real = _literal_strings(names["SpeculativeMethod"], names)
     assert len(real) == len(set(real)) > 10
     assert sorted(registry.get("vllm").speculative_methods) == sorted(real)
+
+
+@pytest.mark.parametrize("config, problem", [
+    ({"method": "eagle3", "model": "/d", "num_speculative_tokens": 3}, None),
+    ({"method": "eagle3", "model": "/d"}, None),
+    ({"method": "eagle3", "model": "/d", "num_speculative_tokens": "2"}, None),
+    ({"method": "ngram", "num_speculative_tokens": 4}, None),
+    ({"method": "eagle3", "num_speculative_tokens": 3}, "method eagle3 needs `model`"),
+    ({"method": "draft_model", "model": ""}, "method draft_model needs `model`"),
+    ({"method": "eagle3", "model": "/d", "num_speculative_tokens": 0}, "at least 1"),
+    ({"method": "eagle3", "model": "/d", "num_speculative_tokens": None}, "leave the key out, not null"),
+    ({"method": "eagle3", "model": "/d", "num_speculative_tokens": True}, "a whole number"),
+    ({"method": "mtp", "num_speculative_tokens": 1.5}, "a whole number"),
+])
+def test_the_speculative_config_names_a_drafter_and_a_token_count(config, problem):
+    """What vLLM would refuse only at launch, refused with the config and what to change."""
+    if problem is None:
+        vllm.check_speculative_config(config)
+        return
+    with pytest.raises(InvalidInput) as caught:
+        vllm.check_speculative_config(config)
+    assert problem in caught.value.msg and caught.value.msg.startswith("speculative_config {")
