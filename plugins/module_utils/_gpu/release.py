@@ -548,8 +548,9 @@ class Releaser:
 
         The respawn watch rescans between the reads (_watch_tick); a respawn ends the wait.
         Gives up early when memory has stopped changing for STUCK_AFTER seconds
-        and every GPU still in use is held only by protected processes: nothing
-        this module may signal is left, so waiting out the timeout helps nobody.
+        and every GPU still in use is held only by protected processes (with
+        reset_stuck, or by no process at all): nothing this module may signal is
+        left, so waiting out the timeout helps nobody.
         """
         limit = self.opts.max_used_mib
         last_used, last_change, last_look = None, time.monotonic(), 0.0
@@ -586,6 +587,8 @@ class Releaser:
             if self._used(rec)[0] <= limit:
                 continue
             pids = holders.holders_of([minor]) - plan.protection.own_tree
+            if self.opts.reset_stuck and not pids and not rec["processes"]:
+                continue  # held by no process at all: waiting does not free it, reset_stuck's reset may
             if not pids or any(not plan.protection.reason(p) for p in pids):
                 return False  # an invisible or killable holder: its memory may still go
         return True
