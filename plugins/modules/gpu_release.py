@@ -163,7 +163,7 @@ options:
   reset_stuck:
     description:
       - Reset a selected GPU whose memory stays used after the release with no process left on it (NVML lists
-        none and no process maps or opens its device file: a context an unclean exit left behind), through
+        none and no process maps or opens its device file; a context an unclean exit left behind), through
         C(nvidia-smi -r -i N), then read it again and re-run the health checks (P(gpufleet.serving.gpu_health#module)'s),
         reported in RV(reset).
       - Only where it is safe. No process may use any GPU that is reset. The NVLink peer set must allow it - a GPU
@@ -277,7 +277,7 @@ reset:
   sample:
     groups:
       - {gpus: [3], rule: "no NVLink: reset alone", command: "/usr/bin/nvidia-smi -r -i 3", rc: 0,
-         output: "GPU 00000000:48:00.0 was successfully reset.\nAll done."}
+         output: "GPU 00000000:48:00.0 was successfully reset. All done."}
     refused: []
     health: {verdict: pass, reasons: [], gpus: [{index: 3, verdict: pass, reasons: []}]}
 respawn_watch:

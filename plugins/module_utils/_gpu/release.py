@@ -728,7 +728,7 @@ def _describe_holder(holder):
 
 def release_gpus(params: dict, check_mode: bool = False) -> dict:
     """The gpu_release module's work: its parameters in, its result out (or a GpuFleetError)."""
-    opts = ReleaseOptions(**{k: params.get(k) for k in ReleaseOptions.FIELDS})
+    opts = ReleaseOptions(**{k: params[k] for k in ReleaseOptions.FIELDS})
     opts.patterns = regex_list(params["patterns"], "patterns")
     # engine: each named engine's kill set (_gpu/patterns.py ENGINE_PATTERNS) after the given patterns.
     opts.patterns += [p for p in engine_patterns(params.get("engine") or []) if p not in opts.patterns]
