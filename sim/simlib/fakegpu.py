@@ -364,8 +364,10 @@ def set_nvlink(root, gpus, arch="blackwell", nvswitch=False, pairs=()):
     for a, b in pairs:
         peers[a] |= 1 << b
         peers[b] |= 1 << a
+    # A Hopper or later GPU on NVSwitch reports its fabric's state (trained: 3, completed); others have none.
+    fabric = 3 if nvswitch and ARCH[arch] >= ARCH["hopper"] else -1
     for gpu in gpus:
-        set_health(root, gpu, arch=ARCH[arch], nvswitch=int(bool(nvswitch)), nvlink_peers=peers[gpu])
+        set_health(root, gpu, arch=ARCH[arch], nvswitch=int(bool(nvswitch)), nvlink_peers=peers[gpu], fabric_state=fabric)
 
 
 def stick(root, gpu, mib):
