@@ -23,7 +23,8 @@ description:
     never signalled.
   - Device files. A process holds GPU N when it has C(/dev/nvidiaN) mapped, as every CUDA context
     does. NVML users (nvidia-smi, monitoring exporters, this module) keep C(/dev/nvidiaN) open but
-    never map it and hold no GPU memory; they are reported among a GPU's holders but never swept.
+    never map it and hold no GPU memory; they are reported among a GPU's holders but never swept (a run that had
+    nothing to signal on GPUs NVML shows idle before and after does not look for them, as nothing holds those GPUs).
     C(/dev/nvidiactl), C(/dev/nvidia-uvm) and C(/dev/nvidia-caps/*) are held by every CUDA and every
     NVML process, so holding only those never makes a process a sweep target.
 author:
