@@ -2,29 +2,37 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""gpu_release's no-op on a busy host: N idle processes, nothing to release (issue 11 item 12).
+"""gpu_release's no-op on a busy host: N idle processes, nothing to release (issue 11 item 12, issue 35 item 6).
 
 In a private PID namespace (tests/support/pidns.py) on a fake 8-GPU host, this starts
 N idle processes (`sleep`, or with --kind python idle Python interpreters, whose maps and
 fd tables are larger), then, alternately for --runs rounds:
 
-  new  Releaser.run() of plugins/module_utils (patterns sglang, all GPUs, nothing matches,
-       every GPU free): the module's own `elapsed`, without Ansible and interpreter start;
-  old  the /proc work the previous release did for the same no-op, re-implemented here as
-       it was (commit 714fba8): three snapshots through psutil.process_iter (plan, sweep
-       rescan, report) each with a scan of every process's fds and maps, plus one more scan
-       for the report. That is a lower bound of the old module's time (NVML not counted).
+  new        Releaser.run() of plugins/module_utils (patterns sglang, all GPUs, nothing matches,
+             every GPU free): the module's own `elapsed`, without Ansible and interpreter start;
+  stat       the floor: one pass over /proc reading each process's /proc/PID/stat once;
+  stat+cmd   the floor of a pattern match: each process's stat and cmdline read once;
+  old        the /proc work the release of commit 714fba8 did for the same no-op, re-implemented
+             here as it was: three snapshots through psutil.process_iter (plan, sweep rescan,
+             report) each with a scan of every process's fds and maps, plus one more scan for
+             the report. That is a lower bound of the old module's time (NVML not counted);
+  baseline   with --baseline DIR: Releaser.run() of another checkout (e.g. a `git worktree` of
+             the commit before a change), in a child interpreter of its own.
 
-Prints medians, min-max and the ratio old/new as JSON; asserts nothing about time.
+The machine's load moves every figure; the ratios of one run do not move with it. Prints
+medians, min-max and the ratios as JSON; asserts nothing about time.
 
     .venv/bin/python bench/release_busy_host.py [--procs 2000] [--runs 5] [--kind sleep|python]
+                                                [--baseline DIR] [--no-old] [--profile]
 
+--profile prints cProfile's figures of one no-op of this checkout instead.
 Needs root, unshare, nsenter and tini.
 """
 import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,29 +105,123 @@ def new_noop(devices):
     return result["elapsed"]
 
 
+# ---- the floors: what any scan of every process costs at least ------------------------------
+
+def _read(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def floor_pass(names):
+    """Seconds to read each process's /proc/PID/<name> once, for each of NAMES."""
+    t0 = time.monotonic()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            for name in names:
+                try:
+                    _read("/proc/%s/%s" % (entry, name))
+                except OSError:
+                    pass
+    return time.monotonic() - t0
+
+
+# ---- another checkout's module, in a child interpreter --------------------------------------
+
+BASELINE_CHILD = r"""
+import os, sys, time
+links, checkout = sys.argv[1], sys.argv[2]
+sys.path[:0] = [links, checkout]
+os.chdir(checkout)
+exec(sys.argv[3])
+for line in sys.stdin:
+    print(new_noop(line.strip()), flush=True)
+"""
+
+
+class Baseline:
+    """Releaser.run() of the checkout DIR, timed on request in a child interpreter."""
+
+    def __init__(self, checkout, tmp):
+        links = os.path.join(tmp, "collections")
+        os.makedirs(os.path.join(links, "ansible_collections", "gpufleet"))
+        os.symlink(os.path.abspath(checkout), os.path.join(links, "ansible_collections", "gpufleet", "serving"))
+        import inspect
+        source = "PATTERN = %r\n%s" % (PATTERN, inspect.getsource(new_noop))
+        self.proc = subprocess.Popen([sys.executable, "-c", BASELINE_CHILD, links, checkout, source],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def noop(self, devices):
+        self.proc.stdin.write(devices + "\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline())
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def profile(devices):
+    """cProfile of one no-op, the top entries by own time, to stdout."""
+    import cProfile
+    import pstats
+    prof = cProfile.Profile()
+    prof.runcall(new_noop, devices)
+    pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(25)
+    pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(40)
+
+
+def _figures(samples):
+    return {"median": round(statistics.median(samples), 3), "min": round(min(samples), 3),
+            "max": round(max(samples), 3)}
+
+
 def inner(args):
-    """Runs inside the namespace: start the idle processes, time both, print JSON."""
+    """Runs inside the namespace: start the idle processes, time each variant, print JSON."""
     if open("/proc/1/comm").read().strip() != "tini":
         raise SystemExit("not in a private PID namespace")
     code = "import time; time.sleep(3600)"
     argv = ["sleep", "3600"] if args.kind == "sleep" else [sys.executable, "-c", code]
     idle = [subprocess.Popen(argv, stdin=subprocess.DEVNULL) for unused in range(args.procs)]
+    tmp = tempfile.mkdtemp(prefix="gf-busy-baseline-")
+    baseline = Baseline(args.baseline, tmp) if args.baseline else None
     try:
         devices = os.environ["GPUFLEET_NVIDIA_DEVICES"]
         new_noop(devices)  # warm caches (imports, NVML helper) once
-        news, olds = [], []
+        if baseline is not None:
+            baseline.noop(devices)
+        if args.profile:
+            return profile(devices)
+        times = {"new": [], "stat": [], "stat_cmdline": [], "old": [], "baseline": []}
         for unused in range(args.runs):
-            news.append(new_noop(devices))
-            olds.append(old_noop(devices))
+            times["new"].append(new_noop(devices))
+            times["stat"].append(floor_pass(["stat"]))
+            times["stat_cmdline"].append(floor_pass(["stat", "cmdline"]))
+            if not args.no_old:
+                times["old"].append(old_noop(devices))
+            if baseline is not None:
+                times["baseline"].append(baseline.noop(devices))
         count = sum(1 for e in os.listdir("/proc") if e.isdigit())
-        med_new, med_old = statistics.median(news), statistics.median(olds)
-        print(json.dumps({
-            "processes": count, "kind": args.kind, "runs": args.runs,
-            "new_module_s": {"median": round(med_new, 3), "min": round(min(news), 3), "max": round(max(news), 3)},
-            "old_scan_s": {"median": round(med_old, 3), "min": round(min(olds), 3), "max": round(max(olds), 3)},
-            "ratio_old_over_new": round(med_old / med_new, 1) if med_new else None,
-        }, indent=2))
+        med = {k: statistics.median(v) for k, v in times.items() if v}
+        out = {"processes": count, "kind": args.kind, "runs": args.runs,
+               "new_module_s": _figures(times["new"]),
+               "stat_floor_s": _figures(times["stat"]),
+               "stat_cmdline_floor_s": _figures(times["stat_cmdline"]),
+               "ratio_new_over_stat": round(med["new"] / med["stat"], 2),
+               "ratio_new_over_stat_cmdline": round(med["new"] / med["stat_cmdline"], 2)}
+        if times["old"]:
+            out.update({"old_scan_s": _figures(times["old"]), "ratio_old_over_new": round(med["old"] / med["new"], 1)})
+        if baseline is not None:
+            out.update({"baseline": os.path.abspath(args.baseline), "baseline_module_s": _figures(times["baseline"]),
+                        "ratio_baseline_over_new": round(med["baseline"] / med["new"], 2),
+                        "ratio_baseline_over_stat": round(med["baseline"] / med["stat"], 2)})
+        print(json.dumps(out, indent=2))
     finally:
+        if baseline is not None:
+            baseline.close()
+        shutil.rmtree(tmp, ignore_errors=True)
         for proc in idle:
             proc.kill()
         for proc in idle:
@@ -131,6 +233,9 @@ def main():
     parser.add_argument("--procs", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--kind", choices=("sleep", "python"), default="sleep")
+    parser.add_argument("--baseline", metavar="DIR", help="another checkout whose module is timed in the same run")
+    parser.add_argument("--no-old", action="store_true", help="leave out the old scan (slow: seconds a run)")
+    parser.add_argument("--profile", action="store_true", help="print cProfile's figures of one no-op instead")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inner:
@@ -147,7 +252,9 @@ def main():
         space = pidns.PidNamespace()
         try:
             out = space.run([PYTHON, os.path.abspath(__file__), "--inner", "--procs", str(args.procs),
-                             "--runs", str(args.runs), "--kind", args.kind],
+                             "--runs", str(args.runs), "--kind", args.kind] + (["--profile"] if args.profile else [])
+                            + (["--baseline", os.path.abspath(args.baseline)] if args.baseline else [])
+                            + (["--no-old"] if args.no_old else []),
                             env=env, cwd=REPO, capture_output=True, text=True, timeout=1800)
         finally:
             space.stop()

@@ -23,7 +23,8 @@ description:
     never signalled.
   - Device files. A process holds GPU N when it has C(/dev/nvidiaN) mapped, as every CUDA context
     does. NVML users (nvidia-smi, monitoring exporters, this module) keep C(/dev/nvidiaN) open but
-    never map it and hold no GPU memory; they are reported among a GPU's holders but never swept.
+    never map it and hold no GPU memory; they are reported among a GPU's holders but never swept (a run that had
+    nothing to signal on GPUs NVML shows idle before and after does not look for them, as nothing holds those GPUs).
     C(/dev/nvidiactl), C(/dev/nvidia-uvm) and C(/dev/nvidia-caps/*) are held by every CUDA and every
     NVML process, so holding only those never makes a process a sweep target.
 author:
@@ -160,6 +161,21 @@ options:
     type: str
     choices: [overhead, quit]
     default: overhead
+  reset_stuck:
+    description:
+      - Reset a selected GPU whose memory stays used after the release with no process left on it (NVML lists
+        none and no process maps or opens its device file; a context an unclean exit left behind), through
+        C(nvidia-smi -r -i N), then read it again and re-run the health checks (P(gpufleet.serving.gpu_health#module)'s),
+        reported in RV(reset).
+      - Only where it is safe. No process may use any GPU that is reset. The NVLink peer set must allow it - a GPU
+        without NVLink, or a Hopper or later GPU on NVSwitch, is reset alone; any other NVLinked GPU only together
+        with all its NVLink peers (on an NVSwitch fabric before Hopper, every GPU of the fabric), and only when every
+        one of them is selected and unused (the rule of C(nvidia-smi -r) in nvidia-smi(1); docs/gpu_release.md).
+        Otherwise the GPU is not reset and the failure says why.
+      - Never in check mode (RV(reset) says so). Needs O(verify=true). A GPU whose health fails after the reset fails
+        the task (power-cycle the host).
+    type: bool
+    default: false
 notes:
   - O(timeout), O(max_used_mib), O(v1_reserve_mib) and O(respawn_settle) must be finite numbers (V(nan) and
     V(inf) are refused), and every O(sweep_users) entry a user this host knows.
@@ -251,6 +267,20 @@ mps:
     C(pipe_directory), C(command) and its C(rc) (with C(error) when it failed).
   returned: when MPS was stopped
   type: dict
+reset:
+  description: >-
+    With O(reset_stuck=true): C(groups), each reset run (C(gpus), the NVLink C(rule) that made the set, C(command),
+    C(rc), C(output)); C(refused), GPUs left alone with the C(reason); C(health), the health checks of the reset
+    GPUs afterwards (C(verdict), C(reasons), per GPU C(verdict) and C(reasons)). A GPU reset carries C(reset=true)
+    in RV(gpus).
+  returned: when O(reset_stuck=true)
+  type: dict
+  sample:
+    groups:
+      - {gpus: [3], rule: "no NVLink: reset alone", command: "/usr/bin/nvidia-smi -r -i 3", rc: 0,
+         output: "GPU 00000000:48:00.0 was successfully reset. All done."}
+    refused: []
+    health: {verdict: pass, reasons: [], gpus: [{index: 3, verdict: pass, reasons: []}]}
 respawn_watch:
   description: >-
     What the respawn watch looked at: C(settle) (seconds per process), C(rescans), C(watched) (each process watched
@@ -410,6 +440,7 @@ def main():
         verify=dict(type="bool", default=True),
         respawn_settle=dict(type="float", default=0.5),
         mps=dict(type="str", default="overhead", choices=["overhead", "quit"]),
+        reset_stuck=dict(type="bool", default=False),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_libraries(module, "psutil", *(["nvidia-ml-py"] if module.params["verify"] else []))

@@ -244,7 +244,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._server import su
 # The release a stop runs: the role's kill set, then the device sweep of the selected GPUs, then
 # the NVML check that they hold no memory; the options not in `release` at gpu_release's defaults.
 STOP_RELEASE = {"sweep": True, "verify": True, "max_used_mib": 0.0, "force_broad": False, "protect": [],
-                "devices": None, "respawn_settle": None, "mps": None,
+                "devices": None, "respawn_settle": None, "mps": None, "reset_stuck": False,
                 "nvml_timeout": COMMON_ARGS["nvml_timeout"]["default"],
                 "v1_reserve_mib": COMMON_ARGS["v1_reserve_mib"]["default"]}
 

@@ -645,6 +645,8 @@ nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t d, nvmlPciInfo_t *p) { return nvm
 
 /* ---- memory ------------------------------------------------------------- */
 
+static unsigned long long stuck_mib(unsigned int gpu); /* the health file's stuck_mib (below) */
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem)
 {
     scan_t s;
@@ -654,7 +656,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem)
     if (scan_gpu(dev->index, &s) != 0)
         return NVML_ERROR_OPERATING_SYSTEM;
     mem->total = g_memory_mib * MIB;
-    mem->used = (g_reserved_mib + s.used_mib) * MIB;
+    mem->used = (g_reserved_mib + s.used_mib + stuck_mib(dev->index)) * MIB;
     mem->free = mem->used < mem->total ? mem->total - mem->used : 0;
     return NVML_SUCCESS;
 }
@@ -674,7 +676,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *mem)
         return NVML_ERROR_OPERATING_SYSTEM;
     mem->total = g_memory_mib * MIB;
     mem->reserved = g_reserved_mib * MIB;
-    mem->used = s.used_mib * MIB;
+    mem->used = (s.used_mib + stuck_mib(dev->index)) * MIB;
     taken = mem->reserved + mem->used;
     mem->free = taken < mem->total ? mem->total - taken : 0;
     return NVML_SUCCESS;
@@ -763,6 +765,15 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int 
  *   pcie_width=16 pcie_width_max=16 pcie_gen=5 pcie_gen_max=5
  *   clocks_event_reasons=1            nvmlDeviceGetCurrentClocksEventReasons (1: GPU idle)
  *   temperature=35 temperature_slowdown=87 temperature_shutdown=92
+ *   arch=10                           nvmlDeviceGetArchitecture (nvmlDeviceArchitecture_t:
+ *                                     7 Ampere, 9 Hopper, 10 Blackwell)
+ *   nvswitch=0 nvlink_peers=0         NVLink: nvswitch=1, links 0-17 active, each to an
+ *                                     NVSwitch; else nvlink_peers, a bit mask of GPU
+ *                                     indices, link L active to GPU L (a bridge); neither:
+ *                                     the NVLink calls answer NOT_SUPPORTED (a PCIe board)
+ *   stuck_mib=0                       memory held with no process (an unclean exit left the
+ *                                     driver's bookkeeping behind): counted as used, listed
+ *                                     for nobody; sim/bin/nvidia-smi -r clears it
  */
 
 typedef struct {
@@ -774,6 +785,7 @@ typedef struct {
     long long fabric_state, fabric_status;
     long long pcie_width, pcie_width_max, pcie_gen, pcie_gen_max;
     long long clocks_event_reasons, temperature, temperature_slowdown, temperature_shutdown;
+    long long arch, nvswitch, nvlink_peers, stuck_mib;
     /* the file names them: fixed readings; else the load's (see "power") */
     int temperature_given, reasons_given;
 } health_t;
@@ -795,6 +807,7 @@ static void read_health(unsigned int gpu, health_t *h)
     h->temperature = 35;
     h->temperature_slowdown = 87;
     h->temperature_shutdown = 92;
+    h->arch = 10;
     if (!root || !root[0])
         return;
     snprintf(path, sizeof path, "%s/nvml/health/gpu%u", root, gpu);
@@ -836,9 +849,17 @@ static void read_health(unsigned int gpu, health_t *h)
         KEY(pcie_width); KEY(pcie_width_max); KEY(pcie_gen); KEY(pcie_gen_max);
         KEY(temperature_slowdown);
         KEY(temperature_shutdown);
+        KEY(arch); KEY(nvswitch); KEY(nvlink_peers); KEY(stuck_mib);
 #undef KEY
     }
     fclose(f);
+}
+
+static unsigned long long stuck_mib(unsigned int gpu)
+{
+    health_t h;
+    read_health(gpu, &h);
+    return h.stuck_mib > 0 ? (unsigned long long)h.stuck_mib : 0;
 }
 
 #define HEALTH(dev, h, out)                 \
@@ -995,6 +1016,67 @@ typedef struct {
     unsigned int healthMask;
     unsigned char healthSummary; /* v3 only */
 } nvmlGpuFabricInfoV_t;
+
+/* ---- architecture and NVLink (what gpu_release's reset decides the peer set from) ---- */
+
+#define NVSWITCH_LINKS 18 /* an H100/H200 SXM's NVLink count */
+
+nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t dev, unsigned int *arch)
+{
+    HEALTH(dev, h, arch);
+    *arch = (unsigned)h.arch;
+    return NVML_SUCCESS;
+}
+
+/* NOT_SUPPORTED without NVLink; INVALID_ARGUMENT past the last link; else whether LINK is active. */
+static nvmlReturn_t nvlink_link(const health_t *h, unsigned int link, int *active)
+{
+    if (!h->nvswitch && !h->nvlink_peers)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= (h->nvswitch ? NVSWITCH_LINKS : MAX_GPUS))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *active = h->nvswitch ? 1 : (int)((h->nvlink_peers >> link) & 1);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t dev, unsigned int link, unsigned int *isActive)
+{
+    int active = 0;
+    nvmlReturn_t r;
+    HEALTH(dev, h, isActive);
+    r = nvlink_link(&h, link, &active);
+    *isActive = (unsigned)active;
+    return r;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t dev, unsigned int link, int *type)
+{
+    int active = 0;
+    nvmlReturn_t r;
+    HEALTH(dev, h, type);
+    r = nvlink_link(&h, link, &active);
+    if (r != NVML_SUCCESS)
+        return r;
+    *type = h.nvswitch ? 2 : 0; /* NVML_NVLINK_DEVICE_TYPE_SWITCH : _GPU */
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t dev, unsigned int link, nvmlPciInfo_t *pci)
+{
+    int active = 0;
+    nvmlReturn_t r;
+    HEALTH(dev, h, pci);
+    r = nvlink_link(&h, link, &active);
+    if (r != NVML_SUCCESS)
+        return r;
+    if (!active)
+        return NVML_ERROR_NOT_FOUND;
+    memset(pci, 0, sizeof *pci);
+    pci->bus = h.nvswitch ? 0xA0 + link / 5 : 0x18 + 0x10 * link; /* a switch's, else GPU LINK's */
+    snprintf(pci->busId, sizeof pci->busId, "00000000:%02X:00.0", pci->bus);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "0000:%02X:00.0", pci->bus);
+    return NVML_SUCCESS;
+}
 
 #define FABRIC_INFO_V2 0x02000024u
 #define FABRIC_INFO_V3 0x03000028u

@@ -53,6 +53,13 @@ Layout of a root made by init(ROOT) (the fake NVML in fakenvml/fakenvml.c reads 
                                                 none while busy (the power model below)
       temperature, temperature_slowdown, temperature_shutdown   degrees C (temperature, when
                                                 not named: 35 + 45 x the load)
+      arch                                      nvmlDeviceGetArchitecture (7 Ampere, 9 Hopper,
+                                                10 Blackwell, the default)
+      nvswitch, nvlink_peers                    NVLink (set_nvlink): nvswitch=1, 18 links to
+                                                NVSwitches; else a bit mask of the GPUs a bridge
+                                                links this one to; neither: a PCIe board
+      stuck_mib                                 memory held with no process (stick): used, listed
+                                                for nobody, until sim/bin/nvidia-smi -r resets it
     HEALTH_FAULTS names the faults the tests inject (inject_health / `simctl gpu health`).
   ROOT/nvml/power/gpu<N>       the GPU's load, power and energy counter: one line
                                "t_ms e_uj p_mw prev_p_mw load_milli vpow_ns vtherm_ns
@@ -128,7 +135,10 @@ HEALTH_DEFAULTS = {
     "pcie_width": 16, "pcie_width_max": 16, "pcie_gen": 5, "pcie_gen_max": 5,
     "clocks_event_reasons": 0x1, "temperature": 35, "temperature_slowdown": 87, "temperature_shutdown": 92,
 }
+# Not health readings, but per GPU and read at every call like them (fakenvml.c read_health).
+HEALTH_DEFAULTS.update({"arch": 10, "nvswitch": 0, "nvlink_peers": 0, "stuck_mib": 0})
 HEALTH_KEYS = tuple(HEALTH_DEFAULTS) + ("retired_sbe", "retired_dbe", "retired_pending")
+ARCH = {"ampere": 7, "hopper": 9, "blackwell": 10}  # nvmlDeviceArchitecture_t
 # Named faults: what a sick GPU of that kind reports.
 HEALTH_FAULTS = {
     "ecc_dbe": {"ecc_dbe_volatile": 2},
@@ -346,6 +356,30 @@ def inject_health(root, gpu, fault):
     if fault not in HEALTH_FAULTS:
         raise ValueError("unknown health fault %r (one of %s)" % (fault, ", ".join(sorted(HEALTH_FAULTS))))
     return set_health(root, gpu, **HEALTH_FAULTS[fault])
+
+
+def set_nvlink(root, gpus, arch="blackwell", nvswitch=False, pairs=()):
+    """GPUs `gpus` of ARCH (a key of ARCH), on an NVSwitch fabric, or linked by bridges in PAIRS."""
+    peers = {g: 0 for g in gpus}
+    for a, b in pairs:
+        peers[a] |= 1 << b
+        peers[b] |= 1 << a
+    # A Hopper or later GPU on NVSwitch reports its fabric's state (trained: 3, completed); others have none.
+    fabric = 3 if nvswitch and ARCH[arch] >= ARCH["hopper"] else -1
+    for gpu in gpus:
+        set_health(root, gpu, arch=ARCH[arch], nvswitch=int(bool(nvswitch)), nvlink_peers=peers[gpu], fabric_state=fabric)
+
+
+def stick(root, gpu, mib):
+    """GPU `gpu` holds MIB MiB that no process owns (what a crashed server may leave behind)."""
+    return set_health(root, gpu, stuck_mib=int(mib))
+
+
+def reset(root, gpus):
+    """What `nvidia-smi -r -i GPUS` does to the fake GPUs: their stuck memory is gone."""
+    for gpu in gpus:
+        if read_health(root, gpu)["stuck_mib"]:
+            set_health(root, gpu, stuck_mib=0)
 
 
 # ---- power and energy (must agree with the "power" section of fakenvml.c) -------------
@@ -589,6 +623,7 @@ def read_status(root):
     out = []
     for i in range(conf["count"]):
         g = gpus.get(i, {"used": 0, "releasing": 0, "holders": {}})
+        g["used"] += int(read_health(root, i)["stuck_mib"])  # held with no process (stick)
         out.append({
             "index": i,
             "uuid": conf.get("uuid%d" % i),

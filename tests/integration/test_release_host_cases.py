@@ -207,3 +207,66 @@ def test_holder_of_a_file_on_a_hung_mount_fails_naming_the_path_within_timeout(g
         ns.run(["kill", "-KILL", str(daemon_pid)], check=True)  # the mount answers errors from now on
     finally:
         daemon.kill()  # our nsenter; the namespace's end takes what is inside
+
+
+# ---- reset_stuck: memory held with no process after the release (the fake kit's stuck_mib) ----
+
+def stuck_host(root, arch="blackwell", nvswitch=False, pairs=()):
+    """GPU 3 holds 900 MiB that no process owns, on a host of this NVLink topology."""
+    fakegpu.set_nvlink(root, range(8), arch=arch, nvswitch=nvswitch, pairs=pairs)
+    fakegpu.stick(root, 3, 900)
+
+
+def test_memory_held_by_no_process_is_left_and_named_by_default(gpu_root, ns):
+    """The seeds' case: nothing to signal, the memory stays; no reset unless asked, and the failure says how."""
+    root, env = gpu_root
+    stuck_host(root)
+    res = run_module("gpu_release", {"gpus": [3], "timeout": 3}, env=dict(env, PATH=SIM_BIN + ":" + os.environ["PATH"]), ns=ns)
+    assert res["_rc"] != 0 and "reset" not in res
+    assert "GPU 3 (%s) still has 900 MiB used" % res["gpus"][0]["uuid"] in res["msg"], res["msg"]
+    assert "reset_stuck: true runs nvidia-smi -r where that is safe" in res["msg"], res["msg"]
+    assert used(root)[3] == 900
+    check = run_module("gpu_release", {"gpus": [3], "timeout": 3, "reset_stuck": True}, env=env, ns=ns, check=True)
+    assert check["reset"] == {"groups": [], "refused": [{"index": None, "reason": "check mode: no GPU is reset"}]}
+    assert used(root)[3] == 900
+
+
+@pytest.mark.parametrize("topology, gpus, group, rule", [
+    ({}, [3], [3], "no NVLink: reset alone"),
+    ({"arch": "hopper", "nvswitch": True}, [3], [3], "Hopper or later on NVSwitch: reset alone"),
+    ({"arch": "ampere", "pairs": [(2, 3)]}, [2, 3], [2, 3], "NVLink bridge peers: reset together"),
+])
+def test_reset_stuck_resets_by_the_nvlink_rule_then_checks_health(gpu_root, ns, topology, gpus, group, rule):
+    """A GPU busy elsewhere (GPU 5, a protected daemon's) does not stop a reset that does not include it."""
+    root, env = gpu_root
+    stuck_host(root, **topology)
+    daemon = hold(root, 5, 700, "nv-hostengine -n", ns, env, daemon_exe=True)
+    res = run_module("gpu_release", {"gpus": gpus, "timeout": 20, "reset_stuck": True},
+                     env=dict(env, PATH=SIM_BIN + ":" + os.environ["PATH"]), ns=ns)
+    assert res["_rc"] == 0, res.get("msg")
+    (done,) = res["reset"]["groups"]
+    assert (done["gpus"], done["rule"], done["rc"]) == (group, rule, 0), done
+    assert done["command"] == "%s -r -i %s" % (os.path.join(SIM_BIN, "nvidia-smi"), ",".join(str(g) for g in group))
+    assert res["reset"]["refused"] == []
+    assert [(g["index"], g["verdict"]) for g in res["reset"]["health"]["gpus"]] == [(g, "pass") for g in group]
+    gpu3 = [g for g in res["gpus"] if g["index"] == 3][0]
+    assert gpu3["reset"] is True and gpu3["free"] is True and gpu3["after"]["used_mib"] == 0
+    assert res["elapsed"] < 10  # memory held by no process: no waiting out the timeout
+    assert used(root)[3] == 0 and used(root)[5] == 700 and ns.alive(daemon)
+
+
+@pytest.mark.parametrize("gpus, why", [
+    ([3], "NVLink bridge peers: reset together: GPU 4 must be reset with it and is not selected"),
+    ([3, 4], "NVLink bridge peers: reset together: GPU 4 of the set is in use by a process"),
+])
+def test_reset_stuck_refuses_a_peer_set_it_may_not_reset(gpu_root, ns, gpus, why):
+    root, env = gpu_root
+    stuck_host(root, arch="ampere", pairs=[(3, 4)])
+    hold(root, 4, 700, "nv-hostengine -n", ns, env, daemon_exe=True)
+    res = run_module("gpu_release", {"gpus": gpus, "timeout": 20, "reset_stuck": True},
+                     env=dict(env, PATH=SIM_BIN + ":" + os.environ["PATH"]), ns=ns)
+    assert res["_rc"] != 0 and res["reset"]["groups"] == []
+    assert [r["index"] for r in res["reset"]["refused"]] == [3]
+    assert res["reset"]["refused"][0]["reason"].startswith(why), res["reset"]
+    assert "not reset: " + why in res["msg"], res["msg"]
+    assert used(root)[3] == 900

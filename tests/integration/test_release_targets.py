@@ -246,8 +246,11 @@ def test_a_holder_behind_a_bind_mounted_path_is_swept(gpu_root, ns, tmp_path):
 
 
 def test_a_mapping_of_an_unknown_nvidia_file_is_named(gpu_root, ns, tmp_path):
-    """A file named nvidia3 that is no device of this host: not swept, but named with its path."""
+    """A file named nvidia3 that is no device of this host: not swept, but named with its path
+    beside the holder of GPU 3 that is swept (a release of idle GPUs with nothing to signal
+    does not look at every process's fds: test_release.py)."""
     root, env = gpu_root
+    holder = hold(root, 3, 500, "python3 real_holder.py", ns, env)
     other = tmp_path / "other-dev"
     other.mkdir()
     (other / "nvidia3").write_bytes(b"\0" * 4096)
@@ -258,6 +261,7 @@ def test_a_mapping_of_an_unknown_nvidia_file_is_named(gpu_root, ns, tmp_path):
     pid = ns_pid_of(ns, "other-dev/nvidia3")[0]
     res = run_module("gpu_release", {"gpus": [3]}, env=env, ns=ns)
     assert res["_rc"] == 0, res.get("msg")
+    assert [(k["pid"], k["reason"]) for k in res["killed"]] == [(holder, "device")]
     assert [(h["pid"], h["paths"]) for h in res["unresolved_holders"]] == [(pid, [str(other / "nvidia3")])]
     assert ns.alive(pid)
     proc.kill()

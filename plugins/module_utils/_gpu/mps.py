@@ -62,6 +62,36 @@ def controls(table: dict, exe_trusted: Any = None) -> dict:
             if info.exe and _exe_name(info) == CONTROL and daemon_identity(info, **kwargs)}
 
 
+class ListedServers:
+    """The MPS servers among the processes NVML lists, looked up in the tables of a run.
+
+    Only a process NVML lists on a GPU can be the server whose context `overhead` counts,
+    so only those are checked (a readlink of /proc/PID/exe each), not every process of a
+    busy host. A PID counts as a server when it was one in any table noted so far.
+    """
+
+    def __init__(self) -> None:
+        self.tables = []
+        self.servers = {}  # pid -> ProcInfo
+        self._checked = {}  # pid -> number of tables it was checked against
+
+    def note(self, table: dict) -> None:
+        """A snapshot of the run: listed PIDs are looked up in it too."""
+        self.tables.append(table)
+
+    def of(self, records: Any) -> dict:
+        """{pid: ProcInfo} of every server known so far, after checking the PIDs `records` list."""
+        for rec in records:
+            for proc in rec.get("processes") or ():
+                pid = proc["pid"]
+                done = self._checked.get(pid, 0)
+                for table in self.tables[done:]:
+                    if pid in table:
+                        self.servers.update(servers({pid: table[pid]}))
+                self._checked[pid] = len(self.tables)
+        return self.servers
+
+
 def overhead(record: dict, server_pids: Any, gpu_used_mib: float | None = None) -> dict | None:
     """The MPS servers' memory on one GPU: {server_pids, nvml_process_mib, used_mib}, or None.
 

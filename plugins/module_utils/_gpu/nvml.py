@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._deps import check as check_libraries
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import health_probe
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import health_probe, nvlink_probe
 
 MIB = 1024 * 1024
 # Driver reserve assumed when only NVML's v1 memory call exists (v1 `used`
@@ -106,7 +106,7 @@ def _serve(req_fd, rep_fd):
     if started is None:
         return
     reader, reply, pynvml, count = started
-    readers = {"snapshot": _gpu_record, "health": _health_record}
+    readers = {"snapshot": _gpu_record, "health": _health_record, "nvlink": nvlink_probe.read}
     for line in reader:
         req = json.loads(line)
         record = readers[req.get("op", "snapshot")]
@@ -212,9 +212,15 @@ class NvmlSession:
 
         Returns {"gpus": [record]} or {"errors": {"index": message}}; a hung call raises NvmlTimeout.
         """
-        what = "reading the health of GPU %d" % index
+        return self._request("health", [index], "reading the health of GPU %d" % index)
+
+    def nvlink(self, indices: list) -> dict:
+        """Architecture and NVLink links of GPUs `indices` (nvlink_probe.read): {"gpus": [...], "errors": {...}}."""
+        return self._request("nvlink", indices, "reading the NVLink links of GPUs %s" % ", ".join(str(i) for i in indices))
+
+    def _request(self, op: str, indices: list, what: str) -> dict:
         try:
-            self._req.write(json.dumps({"op": "health", "indices": [index]}) + "\n")
+            self._req.write(json.dumps({"op": op, "indices": list(indices)}) + "\n")
             self._req.flush()
         except OSError:
             self.kill()

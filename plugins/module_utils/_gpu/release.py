@@ -12,8 +12,10 @@ import time
 from typing import Any, NamedTuple
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput, MissingLibrary
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import health as _health
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders as _holders
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import mps as _mps
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import reset as _reset
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import respawn_watch as _watch
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import scope as _scope
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import finite, known_users, regex_list
@@ -43,7 +45,7 @@ MPS_OVERHEAD, MPS_QUIT = "overhead", "quit"  # the mps option's choices
 class ReleaseOptions:
     FIELDS = ("patterns", "gpus", "sweep", "protect", "term_timeout", "timeout",
               "max_used_mib", "devices", "verify", "force_broad", "sweep_users",
-              "nvml_timeout", "v1_reserve_mib", "respawn_settle", "mps")
+              "nvml_timeout", "v1_reserve_mib", "respawn_settle", "mps", "reset_stuck")
 
     def __init__(self, **kwargs: Any) -> None:
         for name in self.FIELDS:
@@ -69,6 +71,9 @@ class ReleaseOptions:
             raise InvalidInput("mps must be %r (count the MPS server's context as daemon overhead) or %r "
                                "(stop MPS with its control command, then verify zero); got %r"
                                % (MPS_OVERHEAD, MPS_QUIT, self.mps))
+        if self.reset_stuck and not self.verify:
+            raise InvalidInput("reset_stuck: true needs verify: true (only NVML tells which GPUs stay used with no "
+                               "process); set verify: true, or leave reset_stuck out")
         if not self.patterns and not self.sweep:
             raise InvalidInput("nothing to release: give patterns or engine, or leave sweep enabled")
 
@@ -155,7 +160,7 @@ class Releaser:
         self.session = None
         self.matcher = None
         self.watch, self.respawn, self.handled = None, None, set()
-        self.mps_servers = {}  # pid -> ProcInfo of every MPS server seen in this run
+        self.mps_servers = _mps.ListedServers()  # the MPS servers NVML lists, in any snapshot of this run
 
     # -- set-up ------------------------------------------------------------
     def _open_nvml(self):
@@ -218,7 +223,7 @@ class Releaser:
         scope = self.scope
         table = _proctable.snapshot()
         self._bounded_match(table)
-        self.mps_servers.update(_mps.servers(table))
+        self.mps_servers.note(table)
         protection = Protection(table, os.getpid(), self.extra_protect)
         regexes = compile_patterns(self.opts.patterns, self.opts.force_broad)
         records = self.session.snapshot(scope.indices) if self.session is not None else None
@@ -283,6 +288,8 @@ class Releaser:
         self._arm_watch(watch, signalled, result)
         after, plan = self._verify(indices, minors, signalled.plan, timings)
         result["gpus"] = self._gpu_report(before, after, plan)
+        if self.opts.reset_stuck:
+            self._reset_stuck(indices, after, result)
         result["timings"] = timings
         if self.watch is not None:
             t0 = time.monotonic()
@@ -300,6 +307,8 @@ class Releaser:
         result["changed"] = bool(live)
         result["gpus"] = self._gpu_report(before, None, plan)
         result["predicted_failures"] = self._predict(before, minors, plan, {t.pid for t in planned})
+        if self.opts.reset_stuck:
+            result["reset"] = {"groups": [], "refused": [{"index": None, "reason": "check mode: no GPU is reset"}]}
         return result
 
     def _signal_pattern(self, plan, watch, result, timings):
@@ -356,6 +365,41 @@ class Releaser:
         timings["verify"] = round(time.monotonic() - t0, 3)
         return after, self._plan(minors)  # who still holds what, for the report
 
+    # -- reset_stuck ------------------------------------------------------------
+    def _reset_stuck(self, indices, after, result):
+        """Reset the selected GPUs whose memory stays used with no process, where it is safe (_gpu/reset.py)."""
+        records = {r["index"]: r for r in after}
+        unused = {g["index"] for g in result["gpus"] if not g["holders"] and not records[g["index"]]["processes"]}
+        stuck = [g["index"] for g in result["gpus"] if g.get("free") is False and g["index"] in unused]
+        report = result["reset"] = {"groups": [], "refused": []}
+        if not stuck:
+            return
+        reply = self.session.nvlink(list(range(self.session.count)))
+        links = {r["index"]: r for r in reply["gpus"]}
+        report["refused"] = [{"index": i, "reason": "NVML could not read its NVLink links: %s" % reply["errors"].get(str(i))}
+                             for i in stuck if i not in links]
+        groups, refused = _reset.plan([i for i in stuck if i in links], unused, set(indices), links)
+        report["refused"] += refused
+        if not groups:
+            return
+        # NVML keeps the device files open, and nvidia-smi -r refuses a GPU that a monitor has open.
+        self.session.close()
+        self.session = None
+        report["groups"] = [_reset.run(group, self.deadline) for group in groups]
+        self.session = NvmlSession(self.opts.nvml_timeout)
+        done = sorted({i for g in report["groups"] if g["rc"] == 0 for i in g["gpus"]})
+        if not done:
+            return
+        report["health"] = _reset.health_summary(_health.gather(gpus=done, nvml_timeout=self.opts.nvml_timeout))
+        now = {r["index"]: r for r in self.session.snapshot(done)}
+        for entry in result["gpus"]:
+            rec = now.get(entry["index"])
+            if rec is not None:
+                used, reserved = gpu_memory_mib(rec, self.opts.v1_reserve_mib)[:2]
+                entry["after"] = {"used_mib": used, "reserved_mib": reserved}
+                entry["free"] = self._used(rec)[0] <= self.opts.max_used_mib
+                entry["reset"] = True
+
     # -- promises: permission, respawns, check mode ----------------------------
     def _fail_if_denied(self, targets, result):
         """A signal refused with EPERM fails the task at once: waiting cannot help."""
@@ -384,7 +428,7 @@ class Releaser:
             return {}, {}
         table = _proctable.snapshot()
         servers = _mps.servers(table)
-        self.mps_servers.update(servers)
+        self.mps_servers.note(table)
         holding = set()
         for rec in self.session.snapshot(indices):
             holding.update((_mps.overhead(rec, servers) or {}).get("server_pids", ()))
@@ -504,8 +548,9 @@ class Releaser:
 
         The respawn watch rescans between the reads (_watch_tick); a respawn ends the wait.
         Gives up early when memory has stopped changing for STUCK_AFTER seconds
-        and every GPU still in use is held only by protected processes: nothing
-        this module may signal is left, so waiting out the timeout helps nobody.
+        and every GPU still in use is held only by protected processes (with
+        reset_stuck, or by no process at all): nothing this module may signal is
+        left, so waiting out the timeout helps nobody.
         """
         limit = self.opts.max_used_mib
         last_used, last_change, last_look = None, time.monotonic(), 0.0
@@ -530,7 +575,7 @@ class Releaser:
 
         By default the MPS server's own context is daemon overhead: not counted."""
         used = gpu_memory_mib(rec, self.opts.v1_reserve_mib)[0]
-        share = _mps.overhead(rec, self.mps_servers, used)
+        share = _mps.overhead(rec, self.mps_servers.of([rec]), used)
         if share is not None and self.opts.mps == MPS_OVERHEAD:
             used = max(0.0, used - share["used_mib"])
         return used, share
@@ -542,13 +587,23 @@ class Releaser:
             if self._used(rec)[0] <= limit:
                 continue
             pids = holders.holders_of([minor]) - plan.protection.own_tree
+            if self.opts.reset_stuck and not pids and not rec["processes"]:
+                continue  # held by no process at all: waiting does not free it, reset_stuck's reset may
             if not pids or any(not plan.protection.reason(p) for p in pids):
                 return False  # an invisible or killable holder: its memory may still go
         return True
 
     def _gpu_report(self, before, after, plan):
-        """Per selected GPU: memory before and after, and who holds it now."""
-        holders = plan.holdings.full(thorough=False)
+        """Per selected GPU: memory before and after, and who holds it now.
+
+        Who has a device file open without memory (an NVML monitor) or maps an unknown
+        nvidia file takes a look at every process's fds; a run that had nothing to signal
+        on GPUs NVML shows idle before and after skips it: nothing holds them, and a busy
+        host's no-op then reads each process's stat and cmdline once, nothing more.
+        """
+        idle = self.scope.quiet and not any(
+            _scope.in_use(records, self.opts.v1_reserve_mib, gpu_memory_mib) for records in (before, after or []))
+        holders = _holders.DeviceHolders() if idle else plan.holdings.full(thorough=False)
         self.scope.unresolved = [dict(holder_record(plan.table[pid]), paths=sorted(paths))
                                  for pid, paths in sorted(holders.unresolved.items()) if pid in plan.table]
         now = describe(after if after is not None else before, holders, plan.table,
@@ -592,10 +647,27 @@ class Releaser:
                 if gpu.get("mps"):
                     text += ("; %.0f MiB of it is the MPS server's own context (pid %s)"
                              % (gpu["mps"]["used_mib"], ", ".join(str(p) for p in gpu["mps"]["server_pids"])))
-                problems.append(text)
+                problems.append(text + self._reset_note(gpu, result))
+        sick = [g for g in (result.get("reset") or {}).get("health", {}).get("gpus", []) if g["verdict"] == _health.FAIL]
+        if sick:
+            problems.append("GPU health after the reset (power-cycle the host, as nvidia-smi(1) advises): %s" % "; ".join(
+                "GPU %d %s" % (g["index"], reason) for g in sick for reason in g["reasons"]))
         if problems:
             raise GpuFleetError("GPUs not released: " + "; ".join(problems), result=result)
         return result
+
+    def _reset_note(self, gpu, result):
+        """What the failure of a GPU stuck with no process says about reset_stuck."""
+        if gpu["holders"]:
+            return ""
+        report = result.get("reset")
+        if report is None:
+            return ("; with no process left, a GPU reset may free it: reset_stuck: true runs nvidia-smi -r "
+                    "where that is safe (docs/gpu_release.md)")
+        why = [r["reason"] for r in report["refused"] if r["index"] in (gpu["index"], None)]
+        why += ["%s: rc %s: %s" % (g["command"], g["rc"], g["output"]) for g in report["groups"]
+                if gpu["index"] in g["gpus"] and g["rc"] != 0]
+        return "; not reset: %s" % "; ".join(why) if why else ""
 
 
 class Signalled(NamedTuple):

@@ -31,3 +31,24 @@ def test_beside_a_client_only_the_servers_own_figure_counts():
 
 def test_no_server_listed_is_no_mps_share():
     assert mps.overhead(record((4000, 4096)), {2312}, 4096.0) is None
+
+
+def test_listed_servers_checks_only_the_pids_nvml_lists(monkeypatch):
+    """A busy host's thousands of processes: only those NVML lists are checked for the server's
+    executable, each once a table; a PID that was a server in an earlier table still counts."""
+    checked = []
+
+    def servers(table, exe_trusted=None):
+        del exe_trusted
+        checked.extend(table)
+        return {pid: info for pid, info in table.items() if info == "server"}
+
+    monkeypatch.setattr(mps, "servers", servers)
+    found = mps.ListedServers()
+    found.note({pid: "idle" for pid in range(1, 10000)} | {2312: "server"})
+    assert found.of([record((2312, 66), (4000, 4096))]) == {2312: "server"}
+    assert sorted(checked) == [2312, 4000]
+    assert found.of([record((2312, 66))]) == {2312: "server"} and len(checked) == 2  # nothing read again
+    found.note({4000: "idle"})  # a later snapshot: the server has gone from it
+    assert found.of([record((2312, 66), (4000, 4096))]) == {2312: "server"}
+    assert sorted(checked) == [2312, 4000, 4000]

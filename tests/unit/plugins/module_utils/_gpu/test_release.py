@@ -75,3 +75,40 @@ def test_unknown_engine_refused_before_anything_runs(monkeypatch):
     monkeypatch.setattr(release, "Releaser", None)  # would fail loudly if reached
     with pytest.raises(InvalidInput, match="unknown engine 'trt'"):
         release.release_gpus(_release_params(engine=["trt"]))
+
+
+def _gpu_record(used_mib, processes=()):
+    return {"index": 0, "uuid": "GPU-0", "name": "fake", "minor": 0, "memory_api": "v2", "total": 80 << 30,
+            "used": int(used_mib) << 20, "reserved": 0, "processes": list(processes)}
+
+
+@pytest.mark.parametrize("quiet, before_mib, after_mib, scans", [
+    (True, 0, 0, 0),  # the no-op of idle GPUs: no look at every process's fds
+    (True, 500, 0, 1),  # memory was in use: who has the device open is named
+    (True, 0, 500, 1),
+    (False, 0, 0, 1),  # something was signalled in this run
+])
+def test_report_scans_every_fd_only_when_something_held_or_happened(quiet, before_mib, after_mib, scans):
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.holders import DeviceHolders
+
+    calls = []
+
+    class Holdings:
+        def full(self, thorough=True):
+            calls.append(thorough)
+            found = DeviceHolders()
+            found.opened[77] = {0}  # an NVML monitor: the device open, no memory
+            return found
+
+    class Plan:  # the parts of a Plan that _gpu_report reads
+        holdings = Holdings()
+        table = {77: ProcInfo(77, 1, 0.0, "root", ["exporter"], "exporter", "sleeping")}
+        protection = type("P", (), {"own_tree": set(), "reason": staticmethod(lambda pid: None)})()
+
+    releaser = release.Releaser.__new__(release.Releaser)
+    releaser.opts = release.ReleaseOptions(v1_reserve_mib=0.0, max_used_mib=0.0, mps="overhead")
+    releaser.mps_servers = release._mps.ListedServers()  # pylint: disable=protected-access
+    releaser.scope = type("S", (), {"quiet": quiet, "unresolved": []})()
+    gpus = releaser._gpu_report([_gpu_record(before_mib)], [_gpu_record(after_mib)], Plan())  # pylint: disable=protected-access
+    assert calls == [False] * scans
+    assert [h["pid"] for h in gpus[0]["holders"]] == [77] * scans

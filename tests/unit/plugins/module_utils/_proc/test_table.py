@@ -165,3 +165,23 @@ def test_snapshot_sees_our_own_tree_from_protection_view(real_tree):
     table = pt.snapshot()
     ours = pt.descendants(table, [os.getpid()])
     assert {real_tree["parent"], real_tree["mid"], real_tree["leaf"], real_tree["grandchild"]} <= ours
+
+
+def test_snapshot_reads_stat_and_cmdline_only(tmp_path, monkeypatch):
+    """The one pass of a busy host: each process's stat once, its cmdline once (a kernel thread
+    has none to read); owner, executable, environment and fds wait until asked for."""
+    stat = "%d (%s) S 1 %d %d 0 -1 %d 0 0 0 0 0 0 0 0 20 0 1 0 500 0 0"
+    (tmp_path / "10").mkdir()
+    (tmp_path / "10" / "stat").write_text(stat % (10, "sleep", 10, 10, 0x400000))
+    (tmp_path / "10" / "cmdline").write_bytes(b"sleep\x003600\x00")
+    (tmp_path / "11").mkdir()
+    (tmp_path / "11" / "stat").write_text(stat % (11, "kworker/0:1", 0, 0, pt.PF_KTHREAD))
+    (tmp_path / "self").mkdir()
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(pt.os, "open", lambda path, *args, **kw: opened.append(path) or real_open(path, *args, **kw))
+    table = pt.snapshot(str(tmp_path))
+    assert sorted(os.path.relpath(p, str(tmp_path)) for p in opened) == ["10/cmdline", "10/stat", "11/stat"]
+    assert table[10].argv == ["sleep", "3600"] and table[10].ppid == 1 and table[10].status == "sleeping"
+    assert table[10].create_time == pytest.approx(500.0 / pt.CLOCK_TICKS + pt._boot_time())
+    assert table[11].argv == [] and table[11].is_kernel_thread and table[11].name == "kworker/0:1"
