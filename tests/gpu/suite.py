@@ -918,6 +918,65 @@ def _token_pids(token):
     return out
 
 
+TOPOLOGY = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import reset
+from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.nvml import NvmlSession
+n = int(sys.argv[2])
+session = NvmlSession(20)
+try:
+    got = session.nvlink(list(range(n)))
+finally:
+    session.close()
+links = {g["index"]: g for g in got.get("gpus", [])}
+rules = {i: reset.peer_set(links, i) for i in links}
+print(json.dumps({"gpus": got.get("gpus"), "errors": got.get("errors"),
+                  "rules": {i: {"set": sorted(r[0]) if r[0] is not None else None, "rule": r[1]} for i, r in rules.items()}}))
+"""
+
+
+def case_nvlink_reset(s):
+    """reset_stuck on a clean card: NVML's architecture and NVLink links read (nvlink_probe), the peer rule of
+    each GPU computed (never run), and gpu_release with reset_stuck=true resets nothing. A guard nvidia-smi
+    first on PATH refuses -r and logs every call, so not even a bug could reset a real GPU here."""
+    guard = tempfile.mkdtemp(prefix="gf-guard-")
+    calls = os.path.join(guard, "calls")
+    real = shutil.which("nvidia-smi") or "false"
+    with open(os.path.join(guard, "nvidia-smi"), "w") as handle:
+        handle.write('#!/bin/sh\necho "$*" >> %s\nfor a in "$@"; do case "$a" in -r|--gpu-reset) '
+                     'echo "suite guard: no GPU reset here" >&2; exit 1;; esac; done\nexec %s "$@"\n' % (calls, real))
+    os.chmod(os.path.join(guard, "nvidia-smi"), 0o755)
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = guard + os.pathsep + old_path
+    try:
+        out = subprocess.run([PY, "-c", TOPOLOGY, os.path.join(REPO, "build", "collections"), str(s.n)],
+                             capture_output=True, text=True, timeout=120, check=False)
+        check(out.returncode == 0, "topology read failed: %s" % out.stderr[-2000:])
+        topo = json.loads(out.stdout.splitlines()[-1])
+        check(not topo["errors"], "NVML errors: %s" % topo["errors"])
+        check(len(topo["gpus"]) == s.n, "read %d of %d GPUs" % (len(topo["gpus"]), s.n))
+        for gpu in topo["gpus"]:
+            check(gpu["arch"] is not None, "GPU %d: no architecture" % gpu["index"])
+            check(gpu["links"] is None or all(link["remote"] in ("gpu", "switch", "npu", "unknown")
+                                              for link in gpu["links"]), "GPU %d links %s" % (gpu["index"], gpu["links"]))
+        runs = [s.release({"patterns": [s.pat], "reset_stuck": True}),
+                s.release({"patterns": [s.pat], "reset_stuck": True}, check_mode=True)]
+        for res in runs:
+            check(res["_rc"] == 0 and res["changed"] is False, "clean card with reset_stuck: rc %s changed %s msg %s"
+                  % (res["_rc"], res.get("changed"), res.get("msg")))
+            check(not (res.get("reset") or {}).get("groups"), "a reset was planned on a clean card: %s" % res.get("reset"))
+        resets = []
+        if os.path.exists(calls):
+            with open(calls) as handle:
+                resets = [line for line in handle if "-r" in line.split()]
+        check(not resets, "nvidia-smi -r was called: %s" % resets)
+        return {"gpus": topo["gpus"], "rules": topo["rules"], "reset": [r.get("reset") for r in runs]}
+    finally:
+        os.environ["PATH"] = old_path
+        shutil.rmtree(guard, ignore_errors=True)
+
+
 CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
          ("tree_direct", case_tree_direct), ("driver_release", case_driver_release),
          ("orphans", case_orphans), ("sigterm_ignored", case_sigterm_ignored),
@@ -927,7 +986,8 @@ CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
          ("nvml_monitor", case_nvml_monitor),
          ("check_mode", case_check_mode), ("clean_noop", case_clean_noop), ("role", case_role),
          ("paused_tree", case_paused_tree), ("respawn_toll", case_respawn_toll), ("mps", case_mps),
-         ("health", case_health), ("health_gate", case_health_gate), ("telemetry", case_telemetry)]
+         ("health", case_health), ("health_gate", case_health_gate), ("telemetry", case_telemetry),
+         ("nvlink_reset", case_nvlink_reset)]
 
 
 def versions():
