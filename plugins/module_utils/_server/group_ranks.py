@@ -8,7 +8,7 @@ A node of rank >= 1 serves no API worth asking (SGLang 0.5.23's dummy health ser
 whatever its schedulers do; vLLM's headless node serves no HTTP), so its readiness is read from the
 process table: the main process the supervisor started (its state file) and, below it, one rank
 process per GPU the node runs. wait_ranks() polls until they are all alive, or fails naming the node
-when the main process dies, a rank dies after they had all started, or the join deadline passes
+when the main process dies or the join deadline passes
 (group_readiness.join_deadline: the dist timeout plus a margin).
 """
 
@@ -60,11 +60,10 @@ def wait_ranks(params: dict, read: Callable[[], dict] | None = None, clock: Call
                node: {"rank": params["rank"], "group": params["group"], "gpus_per_node": params["gpus_per_node"]}}
     read = read or (lambda: read_node(params["state_file"], params["engine"]))
     start = clock() - float(params.get("elapsed") or 0)
-    started = False
     while True:
         seen = read()
-        started = started or seen["ranks"] >= params["gpus_per_node"]
-        verdict = group_readiness.assess(planned, True, {node: dict(seen, started=started)},
+        # Ready as soon as every rank runs; a rank that dies later is the watcher's (group_readiness).
+        verdict = group_readiness.assess(planned, True, {node: dict(seen, started=False)},
                                          elapsed=clock() - start, dist_timeout=params.get("dist_timeout"))
         if verdict["ready"]:
             return {"changed": False, "node": node, "rank": params["rank"], "ranks": seen["ranks"], "pid": seen["pid"],
