@@ -17,8 +17,8 @@ description:
   - Never asks the node's own C(/health) - SGLang 0.5.23's ranks of 1 or more answer it from a dummy health server,
     200 whatever their schedulers do, and vLLM's headless nodes serve no HTTP.
   - Fails at once, naming the group, the node and its rank with the last lines of O(log_path), when the main process
-    is gone (a node that cannot reach rank 0 exits after the dist timeout with torch's DistNetworkError); fails when the ranks are not all up O(dist_timeout) plus 10 seconds after the
-    launch (the node never joined).
+    is gone (a node that cannot reach rank 0 exits after the dist timeout with torch's DistNetworkError); fails
+    when the ranks are not all up O(dist_timeout) plus 10 seconds after the launch (the node never joined).
 author:
   - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
@@ -31,7 +31,9 @@ options:
     required: true
     choices: [sglang, vllm]
   state_file:
-    description: The supervisor's state file of the node's server (its main process, as P(gpufleet.serving.server_process#module) recorded it).
+    description:
+      - The supervisor's state file of the node's server (its main process, as
+        P(gpufleet.serving.server_process#module) recorded it).
     type: path
     required: true
   log_path:

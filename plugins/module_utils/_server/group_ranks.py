@@ -19,8 +19,7 @@ from typing import Any, Callable
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _table
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import group_readiness
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import group_readiness, supervisor
 
 # The titles of one rank's process: SGLang 0.5.23 names its schedulers sglang::scheduler_TP<r>
 # (srt/managers/scheduler.py, setproctitle); vLLM 0.33.0 its workers VLLM::Worker_TP<r>
