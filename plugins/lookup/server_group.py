@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: server_group
 short_description: This host's place in a server that spans hosts, checked against every host of the play
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Reads the C(ENGINE_server_*) variables of every host of the play (O(hosts), default C(ansible_play_hosts)), plans
     the server groups their C(ENGINE_server_nodes) describe and returns this host's entry - C(group) (its name in

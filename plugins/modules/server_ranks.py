@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: server_ranks
 short_description: Wait until this node of a server group runs every rank, failing naming the node
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - For a server that spans hosts (docs/multinode.md) - on a node of rank 1 or more, waits until the main process the
     supervisor started (O(state_file)) and one rank process per GPU the node runs (SGLang C(sglang::scheduler_*),
