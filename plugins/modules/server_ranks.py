@@ -99,6 +99,7 @@ message:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.group_ranks import wait_ranks
 
@@ -106,7 +107,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._server.group_ran
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            engine=dict(type="str", required=True, choices=["sglang", "vllm"]),
+            engine=dict(type="str", required=True, choices=registry.names()),
             state_file=dict(type="path", required=True),
             log_path=dict(type="path"),
             group=dict(type="dict", required=True),

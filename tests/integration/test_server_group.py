@@ -44,6 +44,26 @@ def rank_titles(fleet, index, engine):
     return [line for line in out if line.startswith(ENGINES[engine]["titles"])]
 
 
+def main_pid(fleet, index, engine):
+    state = fleet.host_dir(index) / "lib" / "gpufleet-serving" / ("%s-%d.json" % (engine, fleet.server_port))
+    return int(json.loads(state.read_text())["pid"])
+
+
+def relaunch_after_a_lost_node(fleet, engine, inventory, extra):
+    """An unchanged group is kept on every node; once rank 1's main process is gone, the next launch relaunches
+    both nodes (rank 0 alone could not take a new rank 1) on the same hosts and ports."""
+    before = [main_pid(fleet, i, engine) for i in (1, 2)]
+    kept = fleet.playbook("launch.yml", extra, inventories=[inventory])
+    assert kept.returncode == 0, kept.output[-6000:]
+    assert [main_pid(fleet, i, engine) for i in (1, 2)] == before
+    fleet.ssh(2, "kill -9 %d" % before[1])
+    again = fleet.playbook("launch.yml", extra, inventories=[inventory])
+    assert again.returncode == 0, again.output[-6000:]
+    after = [main_pid(fleet, i, engine) for i in (1, 2)]
+    assert after[0] != before[0] and after[1] != before[1], (before, after)
+    assert len(rank_titles(fleet, 1, engine)) == 8 and len(rank_titles(fleet, 2, engine)) == 8
+
+
 def gpus_free(fleet, index):
     found = fleet.module(fleet.name(index), "gpufleet.serving.gpu_info")["gpus"]
     return len(found) == 8 and all(g["used_mib"] == 0 and not g["holders"] for g in found)
@@ -61,6 +81,8 @@ def test_a_tp16_group_launches_is_benchmarked_at_rank_0_and_torn_down(fleet, eng
     # 8 ranks on each node: TP0-7 on rank 0, TP8-15 (SGLang) on rank 1.
     assert len(rank_titles(fleet, 1, engine)) == 8 and len(rank_titles(fleet, 2, engine)) == 8, run.output[-3000:]
     print("%s group launch: %.1f s (playbook)" % (engine, launch_s))
+    if engine == "sglang":
+        relaunch_after_a_lost_node(fleet, engine, inventory, extra)
 
     bench = fleet.playbook("benchmark.yml", dict(extra, target=fleet.name(1), bench_report_dir=str(fleet.dir / engine),
                                                  benchmark={"levels": [1], "requests_per_level": 2, "warmup_requests": 1,
@@ -87,7 +109,9 @@ def test_a_node_that_never_joins_fails_the_launch_naming_it(fleet):
     assert re.search(r"node sim-h2 \(rank 1\): it did not start its ranks within the dist timeout \(%d s\) \+ 10 s"
                      % DIST_TIMEOUT, run.output), run.output[-6000:]
     assert "%s: node(s) sim-h2 never joined" % "server group [sim-h1, sim-h2]" in run.output, run.output[-6000:]
-    waited = float(re.search(r'"elapsed": ([0-9.]+)', run.output).group(1))
+    failure = json.loads(re.search(r"fatal: \[sim-h2\]: FAILED! => (\{.*\})", run.output).group(1))
+    assert (failure["node"], failure["rank"]) == ("sim-h2", 1), failure
+    waited = failure["elapsed"]
     assert DIST_TIMEOUT + 10 <= waited <= DIST_TIMEOUT + 10 + 2, waited
     print("missing node: failed after %.1f s of the wait, %.1f s playbook" % (waited, failed_s))
 

@@ -17,14 +17,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._engines import nodes as _nodes
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _table
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import group_readiness, supervisor
-
-# The titles of one rank's process: SGLang 0.5.23 names its schedulers sglang::scheduler_TP<r>
-# (srt/managers/scheduler.py, setproctitle); vLLM 0.33.0 its workers VLLM::Worker_TP<r>
-# (v1/executor/multiproc_executor.py).
-RANK_TITLES = {"sglang": ("sglang::scheduler",), "vllm": ("VLLM::Worker",)}
 
 
 def read_node(state_file: str, engine: str, snapshot: Callable[[], dict] = _table.snapshot) -> dict:
@@ -35,7 +31,7 @@ def read_node(state_file: str, engine: str, snapshot: Callable[[], dict] = _tabl
     pid = target.info.pid
     target.close()
     procs = snapshot()
-    titles = RANK_TITLES.get(engine, ())
+    titles = _nodes.RANK_TITLES.get(engine, ())
     ranks = [p for p in _table.descendants(procs, [pid])
              if procs[p].status != "zombie" and procs[p].cmdline.startswith(titles)]
     return {"main": True, "ranks": len(ranks), "pid": pid}
