@@ -84,11 +84,14 @@ def test_a_tp16_group_launches_is_benchmarked_at_rank_0_and_torn_down(fleet, eng
     if engine == "sglang":
         relaunch_after_a_lost_node(fleet, engine, inventory, extra)
 
-    bench = fleet.playbook("benchmark.yml", dict(extra, target=fleet.name(1), bench_report_dir=str(fleet.dir / engine),
+    # The whole fleet: rank 0 is measured, rank 1 says where.
+    bench = fleet.playbook("benchmark.yml", dict(extra, bench_report_dir=str(fleet.dir / engine),
                                                  benchmark={"levels": [1], "requests_per_level": 2, "warmup_requests": 1,
-                                                            "input_len": 64, "output_len": 16}))
+                                                            "input_len": 64, "output_len": 16}), inventories=[inventory])
     assert bench.returncode == 0, bench.output[-6000:]
-    assert '"%s: ' % fleet.name(1) in bench.output
+    assert '"sim-h2: node of the server at sim-h1 (rank 0), measured there"' in bench.output, bench.output[-3000:]
+    report = json.loads((fleet.dir / engine / "benchmark.json").read_text())
+    assert list(report["hosts"]) == ["sim-h1"], report["hosts"].keys()
 
     down = fleet.playbook("teardown.yml", extra, inventories=[inventory])
     assert down.returncode == 0, down.output[-6000:]
