@@ -66,7 +66,7 @@ def wait_ranks(params: dict, read: Callable[[], dict] | None = None, clock: Call
                     % (node, params["rank"], seen["ranks"])}
         if verdict["failed"]:
             log = _last_lines(params.get("log_path") or "")
-            raise GpuFleetError("%s; last lines of %s: %s" % (verdict["message"], params.get("log_path"), " | ".join(log)),
+            raise GpuFleetError("%s; last lines of %s: %s" % (verdict["message"], params.get("log_path"), " | ".join(log) or "(none)"),
                                 node=node, rank=params["rank"], ranks=seen["ranks"], log_lines=log,
                                 elapsed=round(clock() - start, 2))
         sleep(float(params.get("poll_interval") or 0.5))

@@ -59,6 +59,7 @@ def test_a_node_that_fails_is_named(readings, words):
         run(readings)
     assert err.value.msg.startswith("server group [a, b] failed: " + words), err.value.msg
     assert err.value.details["node"] == "b" and err.value.details["rank"] == 1
+    assert err.value.msg.endswith("last lines of : (none)")
 
 
 def test_never_joined_fails_just_past_the_dist_timeout_and_margin():
