@@ -94,8 +94,10 @@ def test_a_tp16_group_launches_is_benchmarked_at_rank_0_and_torn_down(fleet, eng
     assert list(report["hosts"]) == ["sim-h1"], report["hosts"].keys()
     assert report["hosts"]["sim-h1"]["topology"] == {"nodes": ["sim-h1", "sim-h2"], "nnodes": 2, "tp_size": 16}
 
+    started = time.monotonic()
     down = fleet.playbook("teardown.yml", extra, inventories=[inventory])
     assert down.returncode == 0, down.output[-6000:]
+    print("%s group teardown: %.1f s (playbook)" % (engine, time.monotonic() - started))
     for index in (1, 2):
         assert rank_titles(fleet, index, engine) == [], index
         assert gpus_free(fleet, index), index
