@@ -18,6 +18,9 @@ description:
     generated from it. A value of the wrong type fails, naming the variable.
   - The dict also holds the engine's C(engine), C(title), C(vars_prefix) and C(tested_version), and
     C(speculative_on) (whether any speculative setting is given).
+  - On a node of a server group (C(ENGINE_server_nodes)), the node settings the internal C(_server) role planned for
+    the host (its C(_server_group) fact, from the P(gpufleet.serving.server_group#lookup) lookup) - C(node),
+    C(dist_addr) and C(dist_port) - go over the variables.
   - The dict holds the API key when one is set - keep it in a role or task variable, never in a fact.
 author:
   - gpufleet.serving maintainers (@gpufleet)
@@ -73,6 +76,7 @@ from ansible.plugins.lookup import LookupBase
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import group
 
 
 class LookupModule(LookupBase):
@@ -87,6 +91,11 @@ class LookupModule(LookupBase):
             given.update(spec.drafter_overrides(engine.name, drafter))
         for overrides in (request.get("overrides") or {}, self.get_option("overrides") or {}):
             given.update({key: value for key, value in overrides.items() if value is not None})
+        # A node of a server group: the node settings the _server role planned for this host (its
+        # _server_group fact, from the server_group lookup) when they are for this engine and these nodes.
+        planned = variables.get("_server_group") or {}
+        if planned.get("engine") == engine.name and planned.get("nodes") == list(given.get("nodes") or []):
+            given.update(group.node_settings(planned))
         env = dict(request.get("env") or {}, **(self.get_option("env") or {}))
         if env:
             given["env"] = dict(given.get("env") or {}, **env)

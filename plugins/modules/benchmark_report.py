@@ -57,6 +57,8 @@ options:
         M(gpufleet.serving.llm_benchmark) result (or just its C(levels) list); or
         C(host -> [R_baseline, R_candidate]); or a list of C({host: ..., baseline: R, candidate: R})."
       - Either side may be missing for a host. A failed or skipped result is left out with a note.
+      - A host's dict may hold C(topology) (C(nodes), C(nnodes), C(tp_size)) for a server that spans hosts, measured
+        at its rank 0; the report keeps it under the host and says so in its notes.
     type: raw
     required: true
   dest_dir:

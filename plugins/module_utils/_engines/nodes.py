@@ -42,6 +42,11 @@ GROUP_SIZES = {
              "no_dp": None},
 }
 
+# The title of one rank's process, which the per-node probe counts (_server/group_ranks.py): SGLang
+# 0.5.23 names its schedulers sglang::scheduler_TP<r> (srt/managers/scheduler.py, setproctitle); vLLM
+# 0.33.0 its workers VLLM::Worker_TP<r> (v1/executor/multiproc_executor.py).
+RANK_TITLES = {"sglang": ("sglang::scheduler",), "vllm": ("VLLM::Worker",)}
+
 
 def spans_hosts(values: dict) -> bool:
     return len(values.get("nodes") or []) > 1

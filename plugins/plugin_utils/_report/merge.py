@@ -21,7 +21,8 @@ SIDES = ("baseline", "candidate")
 
 
 def normalise(results):
-    """({host: {"baseline": levels|None, "candidate": levels|None, "workload": {side: info|None}}}, notes)."""
+    """({host: {"baseline": levels|None, "candidate": levels|None, "workload": {side: info|None}, and "topology" where
+    the entry has one}}, notes)."""
     notes = []
     if isinstance(results, list):
         pairs = {}
@@ -43,6 +44,9 @@ def normalise(results):
         if not isinstance(entry, dict):
             raise InvalidInput("results for %s must be a dict with baseline/candidate" % host)
         out[str(host)] = {"workload": {}}
+        # A server that spans hosts (docs/multinode.md): its nodes, nnodes and sizes, measured at rank 0.
+        if isinstance(entry.get("topology"), dict):
+            out[str(host)]["topology"] = entry["topology"]
         for side in SIDES:
             out[str(host)][side] = _levels(entry.get(side), host, side, notes)
             out[str(host)]["workload"][side] = wl.describe(entry.get(side))
@@ -203,6 +207,11 @@ def merge(results, title="LLM serving benchmark", baseline_label="baseline", can
         entry["workload"] = sides["workload"]
         entry["categories"] = wl.categories(
             [(side, sides[side]) for side in SIDES], "baseline")
+        if sides.get("topology"):
+            entry["topology"] = sides["topology"]
+            notes.append("%s: one server across %s (nnodes %s, tp_size %s), measured at rank 0"
+                         % (host, ", ".join(str(n) for n in sides["topology"].get("nodes") or []),
+                            sides["topology"].get("nnodes"), sides["topology"].get("tp_size")))
         hosts[host] = entry
     fleet = {side: fleet_side({h: e[side] for h, e in hosts.items()}, notes, side) for side in SIDES}
     fleet["ratio"] = ratios(fleet["baseline"], fleet["candidate"])
