@@ -60,7 +60,7 @@ def test_a_host_whose_variables_cannot_be_read_runs_its_variants_again():
     def resolve(host, requests):
         if host == "h2":
             raise ValueError("server_spec: sglang_server_tp_size: 'x' is not an int")
-        return [spec() for _ in requests]
+        return [spec() for unused in requests]
 
     prints, problems = hf.on_hosts(_experiment(), resolve)
     assert prints["h2"] == {"base": hf.UNREAD} and prints["h1"]["base"].startswith("sha256:")

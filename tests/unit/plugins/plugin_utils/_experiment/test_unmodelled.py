@@ -20,8 +20,8 @@ def test_given_flags_are_the_settings_and_the_extra_args_flags():
 def test_given_flags_are_spelled_as_the_engine_spells_them():
     server = {"model_path": "/m", "tp_size": 8, "max_num_seqs": 64, "api_key": "k", "extra_args": ["-O3"]}
     assert um.given_flags(server, "vllm") == ["--tensor-parallel-size", "--max-num-seqs"]
-    assert um.given_flags({"tp_size": 8, "cuda_graph_max_bs": 16}, "sglang") == ["--tp-size",
-                                                                                  "--cuda-graph-max-bs-decode"]
+    flags = um.given_flags({"tp_size": 8, "cuda_graph_max_bs": 16}, "sglang")
+    assert flags == ["--tp-size", "--cuda-graph-max-bs-decode"]
 
 
 def test_a_note_per_variant_with_settings_the_simulator_does_not_read():
