@@ -122,11 +122,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._router.workers i
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            router_url=dict(type="str", required=True),
-            api_key=dict(type="str", no_log=True),
-            validate_certs=dict(type="bool", default=True),
-            router_kind=dict(type="str", default=registry.DEFAULT, choices=registry.names()),
-            request_timeout=dict(type="float", default=10),
+            **registry.connection_spec(),
             metrics=dict(type="bool", default=True),
             metrics_url=dict(type="str"),
         ),

@@ -165,11 +165,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._router.workers i
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            router_url=dict(type="str", required=True),
-            api_key=dict(type="str", no_log=True),
-            validate_certs=dict(type="bool", default=True),
-            router_kind=dict(type="str", default=registry.DEFAULT, choices=registry.names()),
-            request_timeout=dict(type="float", default=10),
+            **registry.connection_spec(),
             url=dict(type="str", required=True, aliases=["worker_url"]),
             state=dict(type="str", default="present", choices=["present", "absent"]),
             worker_api_key=dict(type="str", no_log=True),

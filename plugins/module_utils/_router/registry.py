@@ -29,3 +29,15 @@ def get(name: str | None) -> RouterKind:
     if found is None:
         raise InvalidInput("unknown router kind %r; known kinds: %s" % (name, ", ".join(names())))
     return found
+
+
+def connection_spec() -> dict:
+    """The argument spec of the options every router module takes to reach the router (documented once, in
+    the gpufleet.serving.router doc fragment)."""
+    return dict(
+        router_url=dict(type="str", required=True),
+        api_key=dict(type="str", no_log=True),
+        validate_certs=dict(type="bool", default=True),
+        router_kind=dict(type="str", default=DEFAULT, choices=names()),
+        request_timeout=dict(type="float", default=10),
+    )

@@ -7,7 +7,9 @@ and every kind a complete RouterKind with a metrics port."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from ansible_collections.gpufleet.serving.plugins.doc_fragments.router import ModuleDocFragment as Router
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._router import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._router.kind import RouterKind
@@ -28,3 +30,12 @@ def test_every_kind_overrides_the_admin_calls_and_has_a_metrics_port(kind):
     assert isinstance(kind, RouterKind) and kind.default_metrics_port > 0
     for method in ("workers", "add", "remove"):
         assert getattr(type(kind), method) is not getattr(RouterKind, method), (kind.name, method)
+
+
+def test_the_connection_spec_is_what_the_router_doc_fragment_documents():
+    documented = yaml.safe_load(Router.DOCUMENTATION)["options"]
+    spec = registry.connection_spec()
+    assert sorted(spec) == sorted(documented)
+    assert {name: opt.get("default") for name, opt in spec.items()} == {
+        name: opt.get("default") for name, opt in documented.items()}
+    assert spec["api_key"]["no_log"] is True
