@@ -22,6 +22,7 @@ swap_to_eagle.yml relaunches one host at a time:
 The load is bounded (8 clients, each request 200 tokens, each run under a deadline) and on loopback.
 """
 
+import http.client
 import json
 import os
 import statistics
@@ -30,6 +31,7 @@ import time
 import urllib.request
 
 from _fleet_fixtures import needs_fleet, start_fleet
+from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
@@ -58,6 +60,9 @@ class Load:
         self.stopping = threading.Event()
         self.requests = []
         self.healthy = []  # (time, healthy workers listed)
+        # Per worker URL taken out of the router, one record per removal (_follow_removed).
+        self.received = {}
+        self.listed = None
         self.threads = [threading.Thread(target=self._client, daemon=True) for unused in range(CLIENTS)]
         self.threads.append(threading.Thread(target=self._watch, daemon=True))
 
@@ -77,9 +82,24 @@ class Load:
                 with urllib.request.urlopen(self.router.url + "/workers", timeout=5) as answer:
                     workers = json.load(answer)["workers"]
                 self.healthy.append((time.monotonic(), sum(1 for w in workers if w["is_healthy"])))
+                self._follow_removed({w["url"] for w in workers})
             except OSError:
                 self.healthy.append((time.monotonic(), None))
             self.stopping.wait(0.1)
+
+    def _follow_removed(self, listed):
+        """The server's own count of requests received, read when the router stops listing it and
+        then every 0.1 s until it stops answering (stopped) or the router lists it again."""
+        for url in (self.listed or set()) - listed:
+            count = _received(url)
+            self.received.setdefault(url, []).append({"at_removal": count, "last": count, "open": count is not None})
+        for url, reads in self.received.items():
+            record = reads[-1]
+            if record["open"]:
+                count = None if url in listed else _received(url)
+                record["open"] = count is not None
+                record["last"] = record["last"] if count is None else count
+        self.listed = listed
 
     def __enter__(self):
         for thread in self.threads:
@@ -101,6 +121,19 @@ class Load:
                 "median_s": round(statistics.median(r["end"] - r["start"] for r in ok), 2) if ok else None,
                 "min_healthy": min((n for unused_t, n in self.healthy if n is not None), default=None),
                 "router_unread": sum(1 for unused_t, n in self.healthy if n is None)}
+
+
+def _received(url):
+    """Requests the server at URL has received, by its own /metrics: those it finished
+    (sglang:num_requests_total) and those it runs or queues; None when it does not answer."""
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=2) as answer:
+            text = answer.read().decode()
+        names = ("sglang:num_requests", "sglang:num_running_reqs", "sglang:num_queue_reqs")
+        return sum(sample.value for family in text_string_to_metric_families(text) if family.name in names
+                   for sample in family.samples if sample.name in (names[0] + "_total",) + names[1:])
+    except (OSError, ValueError, http.client.HTTPException):  # a server that is stopping may cut its answer
+        return None
 
 
 def _healthy(router):
@@ -135,6 +168,13 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
     assert routed["failed"] == 0 and routed["broken"] == 0 and routed["lost"] == 0, routed
     assert routed["ok"] >= 3 * CLIENTS and routed["median_s"] > 1, routed
     assert routed["min_healthy"] >= 2 and routed["router_unread"] == 0, routed
+    # No request reached a server after its removal: its own count of requests received (finished,
+    # running, queued: its /metrics), read as the router stopped listing it, did not grow until it
+    # stopped answering.
+    print("requests received at removal and last before the stop:", load.received)
+    for url in workers:
+        (record,) = load.received[url]
+        assert record["at_removal"] and not record["open"] and record["last"] <= record["at_removal"], load.received
     # Every host is back in the router, healthy, serving EAGLE-3.
     assert _healthy(router) == workers
 

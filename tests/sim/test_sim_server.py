@@ -286,6 +286,14 @@ def test_hang_on_term_ignores_sigterm(servers):
     assert len(s.group()) >= 4  # main, 2 schedulers, detokenizer
 
 
+@pytest.mark.parametrize("args, after", [(SPEC, 503), ([], 200)], ids=["eagle3", "base"])
+def test_sick_drafter_fails_health_after_its_first_200_on_a_speculative_server_only(servers, args, after):
+    s = servers(args + ["--sim-sick-drafter"], tp=2)
+    s.wait_ready()
+    poll(lambda: s.request("GET", "/health")[0] == 200, 30, what="the first /health 200")
+    assert [s.request("GET", "/health")[0] for unused in range(3)] == [after] * 3
+
+
 # --- API -------------------------------------------------------------------------------------
 
 def test_api_key_required_except_health(plain):

@@ -14,6 +14,7 @@ class App:
         self.engine = engine
         self.ready = threading.Event()  # warm-up done: /health answers 200
         self.draining = threading.Event()  # SIGTERM seen: refuse new work
+        self.healthy_once = threading.Event()  # /health has answered 200 (--sim-sick-drafter)
         self.created = int(time.time())
         self.startup_time = 0.0  # seconds from launch to ready, set by the warm-up
 

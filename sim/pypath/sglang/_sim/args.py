@@ -37,6 +37,9 @@ SIM_SWITCHES = {
     "hang_on_term": "ignore SIGTERM",
     "fail_warmup": "warm-up request fails (Initialization failed. warmup error)",
     "real_gpu": "workers allocate real CUDA memory with torch",
+    # The fault of a relaunch the router never calls healthy (docs/rollout.md): server_wait's first
+    # /health sees it ready, the router's check after it does not; the base server is unaffected.
+    "sick_drafter": "with a speculative algorithm, /health answers 503 after its first 200",
 }
 
 

@@ -101,6 +101,8 @@ class Handler(http_base.UvicornHandler):
             return self._send(503)
         if not app.ready.is_set():
             return self._send(503)
+        if app.args.sim_sick_drafter and app.speculative() and app.healthy_once.is_set():
+            return self._send(503)
         req = api.make_request("generate", {"text": "health", "sampling_params": {"max_new_tokens": 1}},
                                0, 0.0)
         req.log_metrics = False  # GenerateReqInput(..., log_metrics=False)
@@ -110,6 +112,7 @@ class Handler(http_base.UvicornHandler):
         except queue.Empty:
             req.aborted = True
             return self._send(503)
+        app.healthy_once.set()
         self._send(200)
 
     def _events(self, req):
