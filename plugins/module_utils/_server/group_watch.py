@@ -84,14 +84,16 @@ def tree(procs: dict, root: int, root_start: int) -> dict:
     """{pid: start} of ROOT (when it is still the process started at ROOT_START), its descendants and the
     members of its process group (the supervisor makes the main process a group leader)."""
     out = {}
-    if root in procs and procs[root]["start"] == root_start:
+    if root in procs and procs[root]["start"] != root_start:
+        return out  # the PID was reused, so the server and its group are gone (Linux reuses no live group ID)
+    if root in procs:
         out[root] = root_start
     children: dict = {}
     for pid, proc in procs.items():
         children.setdefault(proc["ppid"], []).append(pid)
         if proc["pgid"] == root and proc["start"] >= root_start:
             out[pid] = proc["start"]
-    todo = [root] if root in out else []
+    todo = list(out)
     while todo:
         for child in children.get(todo.pop(), []):
             if child not in out:
