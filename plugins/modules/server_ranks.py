@@ -19,11 +19,19 @@ description:
   - Fails at once, naming the group, the node and its rank with the last lines of O(log_path), when the main process
     is gone (a node that cannot reach rank 0 exits after the dist timeout with torch's DistNetworkError); fails
     when the ranks are not all up O(dist_timeout) plus 10 seconds after the launch (the node never joined).
+  - On rank 0 it waits for nothing (rank 0 is ready when it generates, P(gpufleet.serving.server_wait#module)) and
+    only starts the node's watcher (O(watch)).
 author:
   - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
-  - gpufleet.serving.attributes.INFO_MODULE
+attributes:
+  check_mode:
+    support: full
+    details:
+      - In check mode the watcher is not started.
+  diff_mode:
+    support: none
 options:
   engine:
     description: The engine whose rank processes are counted.
@@ -76,7 +84,6 @@ EXAMPLES = r"""
     log_path: /var/log/gpufleet-serving/sglang-30000.log
     group: "{{ lookup('gpufleet.serving.server_group', 'sglang') }}"
     dist_timeout: 300
-  when: lookup('gpufleet.serving.server_group', 'sglang').rank | default(0) > 0
 """
 
 RETURN = r"""
@@ -141,6 +148,7 @@ def main():
     params = dict(module.params["group"], **{k: module.params[k] for k in
                                              ("engine", "state_file", "log_path", "dist_timeout", "elapsed",
                                               "poll_interval", "watch")})
+    params["watch"] = params["watch"] and not module.check_mode
     run_module(module, wait_and_watch, params)
 
 

@@ -78,6 +78,7 @@ def wait_and_watch(params: dict) -> dict:
     result = wait_ranks(params)
     if params.get("watch", True):
         result.update(group_watch_start.start_watcher(params))
+        result["changed"] = result["watcher"]["started"]
         if result.get("last_failure"):
             failed = result["last_failure"]
             result["message"] += "; the group's last run went down: node %s (rank %s): %s" % (
