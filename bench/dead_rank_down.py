@@ -9,15 +9,16 @@ run launches a TP16 SGLang group across them (playbooks/launch.yml), SIGKILLs on
 by PID (--victim: `sglang::scheduler_TP9` on sim-h2 by default; `sglang::scheduler_TP0` is on rank 0),
 then polls the process table every 10 ms until no `sglang::scheduler_*` of either host is left. The
 hosts are PID namespaces below this one: their processes are read in this namespace's /proc, as the
-descendants of each host's init (hosts/NAME/init.pid).
+descendants of each host's init (hosts/hN/init.pid).
 
 Prints each run's time to down and the median (min-max); fails a run that is not down within --limit s.
 
     .venv/bin/python bench/dead_rank_down.py [--runs 3] [--victim sglang::scheduler_TP9] [--limit 5]
-        [--ssh-port 2631] [--server-port 30631]
+        [--ssh-port 2631] [--server-port 30631] [--dir DIR]
 
 Needs root (the fleet's namespaces), openssh-server and tini; run it inside `unshare -n` where other
-fleets share the loopback ports. The fleet lives in build/bench/deadrank and is taken down at the end.
+fleets share the loopback ports. The fleet lives in DIR (a new directory under /tmp by default) and is
+taken down at the end.
 """
 import argparse
 import json
@@ -26,11 +27,11 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIMCTL = os.path.join(REPO, "sim", "simctl")
-FLEET = os.path.join(REPO, "build", "bench", "deadrank")
 TITLE = "sglang::scheduler"
 
 
@@ -38,6 +39,8 @@ def processes():
     """{pid: (ppid, cmdline)} of this namespace."""
     out = {}
     for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
             with open("/proc/%s/stat" % name) as handle:
                 stat = handle.read()
@@ -82,23 +85,25 @@ def main():
     parser.add_argument("--limit", type=float, default=5.0)
     parser.add_argument("--ssh-port", type=int, default=2631)
     parser.add_argument("--server-port", type=int, default=30631)
+    parser.add_argument("--dir", help="the fleet's directory (default: a new one under /tmp)")
     args = parser.parse_args()
+    fleet_dir = args.dir or tempfile.mkdtemp(prefix="dead-rank-down-")
     fleet = [sys.executable, SIMCTL, "fleet"]
-    subprocess.run(fleet + ["down", FLEET], check=False, stdout=subprocess.DEVNULL)
-    subprocess.run(fleet + ["up", FLEET, "--hosts", "2", "--port", str(args.ssh_port),
+    subprocess.run(fleet + ["down", fleet_dir], check=False, stdout=subprocess.DEVNULL)
+    subprocess.run(fleet + ["up", fleet_dir, "--hosts", "2", "--port", str(args.ssh_port),
                             "--env", "SGLANG_SIM_PROFILE=fast"], check=True, stdout=subprocess.DEVNULL)
     try:
         inits = []
-        for host in ("sim-h1", "sim-h2"):
-            with open(os.path.join(FLEET, "hosts", host, "init.pid")) as handle:
+        for host in ("h1", "h2"):
+            with open(os.path.join(fleet_dir, "hosts", host, "init.pid")) as handle:
                 inits.append(int(handle.read()))
-        group = os.path.join(FLEET, "group.yml")
+        group = os.path.join(fleet_dir, "group.yml")
         with open(group, "w") as handle:
             json.dump({"tp16": {"hosts": {"sim-h1": {}, "sim-h2": {}}, "vars": {
                 "sglang_server_nodes": "{{ groups['tp16'] }}", "sglang_server_tp_size": 16,
                 "sglang_server_dist_port": args.server_port + 1000, "sglang_server_dist_timeout": 10,
                 "sglang_server_stop_timeout": 5, "sglang_server_ready_timeout": 120}}}, handle)
-        inventories = [os.path.join(FLEET, "inventory.yml"), group]
+        inventories = [os.path.join(fleet_dir, "inventory.yml"), group]
         extra = {"sglang_server_port": args.server_port}
         times = []
         for run in range(args.runs):
@@ -120,7 +125,7 @@ def main():
                                                                      min(times), max(times)))
         run_playbook("teardown.yml", inventories, extra)
     finally:
-        subprocess.run(fleet + ["down", FLEET], check=False, stdout=subprocess.DEVNULL)
+        subprocess.run(fleet + ["down", fleet_dir], check=False, stdout=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":
