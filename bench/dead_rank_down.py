@@ -67,6 +67,23 @@ def host_ranks(init_pid):
     return out
 
 
+def records(fleet_dir, port, timeout=3.0):
+    """What each host's watcher recorded (group_watch.py), waited for up to TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    out = {}
+    while len(out) < 2 and time.monotonic() < deadline:
+        for host in ("h1", "h2"):
+            path = os.path.join(fleet_dir, "hosts", host, "lib", "gpufleet-serving", "sglang-%d.group-down.json" % port)
+            try:
+                with open(path) as handle:
+                    found = json.load(handle)
+                out[host] = "%s: node %s (rank %s) %s" % (host, found["node"], found["rank"], found["cause"])
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.05)
+    return "; ".join(out[h] for h in sorted(out)) or "no record"
+
+
 def run_playbook(name, inventories, extra):
     cmd = [os.path.join(REPO, ".venv", "bin", "ansible-playbook")]
     for inventory in inventories:
@@ -120,7 +137,8 @@ def main():
             if left:
                 sys.exit("run %d: %d ranks still alive %.1f s after %s was killed" % (run + 1, left, down, args.victim))
             times.append(down)
-            print("run %d: %s killed, every rank of both hosts gone after %.3f s" % (run + 1, args.victim, down))
+            print("run %d: %s killed, every rank of both hosts gone after %.3f s; %s" % (
+                run + 1, args.victim, down, records(fleet_dir, args.server_port)))
         print("time to down (%d runs): median %.3f s (%.3f-%.3f)" % (len(times), statistics.median(times),
                                                                      min(times), max(times)))
         run_playbook("teardown.yml", inventories, extra)
