@@ -19,11 +19,19 @@ description:
   - Fails at once, naming the group, the node and its rank with the last lines of O(log_path), when the main process
     is gone (a node that cannot reach rank 0 exits after the dist timeout with torch's DistNetworkError); fails
     when the ranks are not all up O(dist_timeout) plus 10 seconds after the launch (the node never joined).
+  - On rank 0 it waits for nothing (rank 0 is ready when it generates, P(gpufleet.serving.server_wait#module)) and
+    only starts the node's watcher (O(watch)).
 author:
   - gpufleet.serving maintainers (@gpufleet)
 extends_documentation_fragment:
   - gpufleet.serving.attributes
-  - gpufleet.serving.attributes.INFO_MODULE
+attributes:
+  check_mode:
+    support: full
+    details:
+      - In check mode the watcher is not started.
+  diff_mode:
+    support: none
 options:
   engine:
     description: The engine whose rank processes are counted.
@@ -54,6 +62,16 @@ options:
     description: Seconds between two reads of the process table.
     type: float
     default: 0.5
+  watch:
+    description:
+      - Start this node's dead-rank watcher once the node's ranks run (rank 0 at once; docs/multinode.md). While the
+        group serves, a rank or main process that dies on any node is seen within about a second and the whole group is
+        stopped on every node (SIGTERM, SIGKILL after 1 second); the failure names the node, the rank and the cause
+        with the last lines of the node's log, in a file beside O(state_file) (C(*.group-down.json)) that the next
+        run returns as RV(last_failure). The members' watchers connect to rank 0's on the dist address at the dist
+        port + 17. A watcher that already watches the same server is kept.
+    type: bool
+    default: true
 seealso:
   - module: gpufleet.serving.server_wait
 """
@@ -66,7 +84,6 @@ EXAMPLES = r"""
     log_path: /var/log/gpufleet-serving/sglang-30000.log
     group: "{{ lookup('gpufleet.serving.server_group', 'sglang') }}"
     dist_timeout: 300
-  when: lookup('gpufleet.serving.server_group', 'sglang').rank | default(0) > 0
 """
 
 RETURN = r"""
@@ -91,6 +108,16 @@ elapsed:
   description: Seconds since the launch when the node was found complete.
   returned: success
   type: float
+watcher:
+  description: This node's watcher (pid, addr, port, log_path, started - false when one already watched this server).
+  returned: success and O(watch)
+  type: dict
+last_failure:
+  description:
+    - What brought the group's last run down, as this node's watcher recorded it (group, node, rank, cause, log_lines,
+      seen_by, at, stopped); null when its last run ended in an orderly stop, or the server is kept.
+  returned: success and O(watch)
+  type: dict
 message:
   description: One line for the play output.
   returned: success
@@ -101,7 +128,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import registry
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
-from ansible_collections.gpufleet.serving.plugins.module_utils._server.group_ranks import wait_ranks
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.group_ranks import wait_and_watch
 
 
 def main():
@@ -114,13 +141,15 @@ def main():
             dist_timeout=dict(type="int"),
             elapsed=dict(type="float", default=0),
             poll_interval=dict(type="float", default=0.5),
+            watch=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
     params = dict(module.params["group"], **{k: module.params[k] for k in
                                              ("engine", "state_file", "log_path", "dist_timeout", "elapsed",
-                                              "poll_interval")})
-    run_module(module, wait_ranks, params)
+                                              "poll_interval", "watch")})
+    params["watch"] = params["watch"] and not module.check_mode
+    run_module(module, wait_and_watch, params)
 
 
 if __name__ == "__main__":

@@ -125,3 +125,42 @@ def test_a_node_that_never_joins_fails_the_launch_naming_it(fleet):
     assert down.returncode == 0, down.output[-6000:]
     for index in (1, 2):
         assert gpus_free(fleet, index), index
+
+
+def rank_pids(fleet, index, title):
+    rows = [line.split(None, 1) for line in fleet.ssh(index, "ps -eo pid,args").stdout.splitlines()[1:]]
+    return [int(pid) for pid, args in rows if args.startswith(title)]
+
+
+def test_a_dead_rank_takes_the_group_down_within_5_s_and_it_relaunches(fleet):
+    # While the group serves, one scheduler of rank 1 (sim-h2) is killed by PID: the nodes' watchers
+    # (group_watch.py) must stop every rank on both hosts within 5 s and record the node, rank and cause.
+    inventory = group_inventory(fleet, "sglang")
+    extra = {"sglang_server_port": fleet.server_port}
+    run = fleet.playbook("launch.yml", extra, inventories=[inventory])
+    assert run.returncode == 0, run.output[-6000:]
+    victim = rank_pids(fleet, 2, "sglang::scheduler_TP9")
+    assert len(victim) == 1, victim
+    fleet.ssh(2, "kill -9 %d" % victim[0])
+    killed = time.monotonic()
+    deadline = killed + 5
+    while any(rank_titles(fleet, i, "sglang") for i in (1, 2)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    down_s = time.monotonic() - killed
+    assert [rank_titles(fleet, i, "sglang") for i in (1, 2)] == [[], []], down_s
+    print("dead rank: every rank of both nodes gone %.2f s after the kill" % down_s)
+    state_dir = [fleet.host_dir(i) / "lib" / "gpufleet-serving" for i in (1, 2)]
+    records = [json.loads((d / ("sglang-%d.group-down.json" % fleet.server_port)).read_text()) for d in state_dir]
+    for record in records:
+        assert (record["node"], record["rank"]) == ("sim-h2", 1), record
+        assert "sglang::scheduler_TP9" in record["cause"], record
+    assert [r["seen_by"] for r in records] == ["sim-h1", "sim-h2"]
+
+    again = fleet.playbook("launch.yml", extra, inventories=[inventory], args=("-v",))
+    assert again.returncode == 0, again.output[-6000:]
+    assert "the group's last run went down: node sim-h2 (rank 1)" in again.output, again.output[-3000:]
+    assert len(rank_titles(fleet, 1, "sglang")) == 8 and len(rank_titles(fleet, 2, "sglang")) == 8
+    down = fleet.playbook("teardown.yml", extra, inventories=[inventory])
+    assert down.returncode == 0, down.output[-6000:]
+    for index in (1, 2):
+        assert rank_titles(fleet, index, "sglang") == [] and gpus_free(fleet, index), index

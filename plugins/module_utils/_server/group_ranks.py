@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import nodes as _nodes
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _table
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import group_readiness, supervisor
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import group_readiness, group_watch_start, supervisor
 
 
 def read_node(state_file: str, engine: str, snapshot: Callable[[], dict] = _table.snapshot) -> dict:
@@ -70,3 +70,17 @@ def wait_ranks(params: dict, read: Callable[[], dict] | None = None, clock: Call
                                 node=node, rank=params["rank"], ranks=seen["ranks"], log_lines=log,
                                 elapsed=round(clock() - start, 2))
         sleep(float(params.get("poll_interval") or 0.5))
+
+
+def wait_and_watch(params: dict) -> dict:
+    """wait_ranks(PARAMS), then, with PARAMS["watch"], start the node's dead-rank watcher (group_watch.py):
+    rank 0 at once (its watcher listens for the others), every other node once its ranks run."""
+    result = wait_ranks(params)
+    if params.get("watch", True):
+        result.update(group_watch_start.start_watcher(params))
+        result["changed"] = result["watcher"]["started"]
+        if result.get("last_failure"):
+            failed = result["last_failure"]
+            result["message"] += "; the group's last run went down: node %s (rank %s): %s" % (
+                failed.get("node"), failed.get("rank"), failed.get("cause"))
+    return result

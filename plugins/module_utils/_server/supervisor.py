@@ -118,6 +118,9 @@ def stop(state_path: str, stop_timeout: float) -> tuple:
         return False, {"was_running": False}
     pgid = state["pgid"]
     started = time.monotonic()
+    # Marked before the first signal: a group's watcher (group_watch.py) reads the ranks that die next as an
+    # orderly stop, not a failure.
+    _write_state(state_path, dict(state, stopping=time.time()))
     # Like systemd's KillMode=mixed: SIGTERM to the server alone, so it can
     # drain in-flight requests and end its own workers; SIGKILL the rest after.
     target.send(signal.SIGTERM, time.monotonic())

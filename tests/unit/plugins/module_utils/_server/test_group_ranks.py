@@ -97,3 +97,15 @@ def test_read_node_counts_the_rank_titles_below_the_main_process(tmp_path):
         child.wait()
     assert group_ranks.read_node(str(state), "sglang") == {"main": False, "ranks": 0, "pid": None}
     assert group_ranks.read_node(os.path.join(str(tmp_path), "none.json"), "sglang")["main"] is False
+
+
+def test_rank_0_waits_for_nothing_starts_its_watcher_and_names_the_last_failure(monkeypatch):
+    started = []
+    failure = {"node": "b", "rank": 1, "cause": "rank process(es) sglang::scheduler_TP3 exited (1 of 2 alive)"}
+    monkeypatch.setattr(group_ranks.group_watch_start, "start_watcher",
+                        lambda params: started.append(params["node"]) or {"watcher": {"started": True},
+                                                                          "last_failure": failure})
+    result = group_ranks.wait_and_watch(dict(PARAMS, node="a", rank=0, watch=True))
+    assert started == ["a"] and result["changed"]
+    assert result["message"].endswith("the group's last run went down: node b (rank 1): " + failure["cause"])
+    assert "watcher" not in group_ranks.wait_and_watch(dict(PARAMS, node="a", rank=0, watch=False))
