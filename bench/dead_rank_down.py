@@ -96,7 +96,7 @@ def run_playbook(name, inventories, extra):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--victim", default="sglang::scheduler_TP9")
     parser.add_argument("--limit", type=float, default=5.0)

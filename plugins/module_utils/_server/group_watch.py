@@ -342,4 +342,5 @@ def main(argv: list) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    # The watcher runs as a detached process of its own (python -c SOURCE), never inside a module.
+    sys.exit(main(sys.argv))  # pylint: disable=ansible-bad-function
