@@ -4,7 +4,7 @@ Ansible's own templar evaluates the variables the server_spec lookup reads (the 
 inventory's group_vars, the sglang_server_* and, for EAGLE-3, eagle_drafter_* ones) into
 gpufleet.serving._server's one input, with the lookup's own functions
 (plugins/module_utils/_engines/settings.py), and the secret --config file's content from
-roles/_server/tasks/launch.yml; server_plan's own compose() (plugins/module_utils/_server/plan.py)
+roles/_server/tasks/launch_files.yml; server_plan's own compose() (plugins/module_utils/_server/plan.py)
 then builds the argv from the settings the plan reads. No play runs, so this takes well under a
 second and follows any change to those files.
 """
@@ -90,7 +90,7 @@ def render(eagle=False, api_key="", overrides=None, inventory=EXAMPLE):
     variables["_server_plan"] = composed
     secret = None
     if api_key:
-        for task in _load(os.path.join(ROLES, "_server", "tasks", "launch.yml")):
+        for task in _load(os.path.join(ROLES, "_server", "tasks", "launch_files.yml")):
             copy = task.get("ansible.builtin.copy") or {}
             if copy.get("dest") == "{{ _server_plan.paths.secret_config }}":
                 secret = _render(variables, copy["content"])
