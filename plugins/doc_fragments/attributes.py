@@ -44,6 +44,16 @@ attributes:
     support: none
 """
 
+    # The report actions: they write files only outside check mode.
+    REPORT_WRITER = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - In check mode the report is built and returned, and no file is written.
+"""
+
     # module_defaults passes a group's defaults to each member, so every member takes the options
     # its fragment names (tests/unit/test_action_groups.py checks them against the modules).
     # Literal strings: ansible-test's yamllint reads doc fragments from the source.

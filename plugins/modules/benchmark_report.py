@@ -45,11 +45,7 @@ author:
 extends_documentation_fragment:
   - gpufleet.serving.attributes
   - gpufleet.serving.attributes.controller_action
-attributes:
-  check_mode:
-    support: full
-    details:
-      - In check mode the report is built and returned, and no file is written.
+  - gpufleet.serving.attributes.report_writer
 options:
   results:
     description:
