@@ -18,9 +18,15 @@ a TCP connection to rank 0's watcher, which listens on the group's dist port + W
 - A member that is told by rank 0, or loses its connection to it, stops its own node.
 - A stop through the supervisor (teardown.yml, a relaunch: the state file is gone or names another
   process) is orderly: the watcher tells its peers, writes no failure and exits; they stop their nodes.
+- After a failure's stop, each watcher verifies its node's GPUs free (the server's GPUs: no process in
+  NVML and used memory back to the idle level, polled until VERIFY_S) and rewrites the failure file
+  with the result per GPU (`gpus`).
 
-Standard library only and no collection imports: group_watch_start.py runs this file's source
-detached as `python -c SOURCE CONFIG_JSON`, so it outlives the Ansible task.
+Standard library only (and nvidia-ml-py's pynvml when the host has it) and no collection imports:
+group_watch_start.py runs this file's source detached as `python -c SOURCE CONFIG_JSON`, so it
+outlives the Ansible task, whose copy of the collection's module_utils (AnsiballZ's payload) is
+deleted when the module returns. That is why the NVML read here is its own, minimal one, with
+_gpu/nvml.py's rules: v2 memory excludes the driver reserve, v1 has V1_RESERVE_MIB taken off.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import select
 import signal
 import socket
 import sys
+import threading
 import time
 from typing import Any, Callable
 
@@ -40,6 +47,11 @@ POLL_S = 0.5
 GRACE_S = 1.0
 LOG_LINES = 8
 BIND_TRIES = 20
+VERIFY_S = 10.0  # how long a watcher waits for its GPUs to be free after the stop
+VERIFY_POLL_S = 0.05
+IDLE_MIB = 0.0  # used MiB (the driver reserve excluded) of a free GPU: gpu_release's max_used_mib default
+V1_RESERVE_MIB = 1024  # _gpu/nvml.py DEFAULT_V1_RESERVE_MIB
+MIB = 1024 * 1024
 
 
 def watch_port(dist_port: int) -> int:
@@ -182,6 +194,103 @@ def last_lines(path: str, count: int = LOG_LINES) -> list:
         return []
 
 
+# ---- this node's GPUs (NVML) -------------------------------------------------------------------------
+
+def visible_gpus(environ: bytes) -> list | None:
+    """The GPUs CUDA_VISIBLE_DEVICES names in a process's environment (/proc/PID/environ), indices or UUIDs as
+    written; None (every GPU) when it is unset or empty."""
+    for entry in environ.split(b"\0"):
+        if entry.startswith(b"CUDA_VISIBLE_DEVICES="):
+            named = [g.strip() for g in entry.split(b"=", 1)[1].decode("utf-8", "replace").split(",") if g.strip()]
+            return named or None
+    return None
+
+
+def nvml_reader(gpus: list | None) -> Callable[[], list]:
+    """A function that reads GPUS (indices or UUIDs; None: every GPU) through pynvml:
+    [{"index", "uuid", "used_mib", "processes"}]. Raises ImportError without nvidia-ml-py."""
+    import pynvml  # pylint: disable=import-outside-toplevel  # optional: a host without it reports no check
+    pynvml.nvmlInit()
+    wanted = None if gpus is None else {str(g) for g in gpus}
+
+    def read():
+        out = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            uuid = pynvml.nvmlDeviceGetUUID(handle)
+            uuid = uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+            if wanted is not None and str(index) not in wanted and uuid not in wanted:
+                continue
+            try:
+                mem = pynvml.nvmlDeviceGetMemoryInfo(handle, version=pynvml.nvmlMemory_v2)
+                used = mem.used / MIB
+            except pynvml.NVMLError:
+                used = max(0.0, pynvml.nvmlDeviceGetMemoryInfo(handle).used / MIB - V1_RESERVE_MIB)
+            pids = []
+            for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+                try:
+                    pids += [int(p.pid) for p in getattr(pynvml, getter)(handle)]
+                except pynvml.NVMLError:
+                    pass
+            out.append({"index": index, "uuid": uuid, "used_mib": round(used, 1), "processes": sorted(set(pids))})
+        return out
+    return read
+
+
+def bounded(call: Callable[[], Any], timeout: float) -> Any:
+    """CALL's result, run in a daemon thread: an NVML call can hang on a sick GPU, and the watcher must still
+    write what it knows. TimeoutError when it has not returned within TIMEOUT; its exception otherwise."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the caller as is
+            box["error"] = exc
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(max(timeout, 0.0))
+    if thread.is_alive():
+        raise TimeoutError("NVML did not answer within %.1f s" % timeout)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def verify_gpus(gpus: list | None, timeout: float = VERIFY_S, idle_mib: float = IDLE_MIB,
+                reader: Callable[[list | None], Callable[[], list]] = nvml_reader, poll: float = VERIFY_POLL_S,
+                clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] = time.sleep) -> dict:
+    """Poll GPUS (None: every GPU of the host) until each has no process in NVML and at most IDLE_MIB used, or
+    TIMEOUT: {"checked", "free", "seconds", "at", "gpus": [{"index", "uuid", "free", "used_mib", "processes"}],
+    "error"}. "checked" is false (and "free" null) where NVML cannot be read (no nvidia-ml-py, no driver)."""
+    began = clock()
+    deadline = began + timeout
+    out = {"checked": False, "free": None, "seconds": None, "at": None, "gpus": [], "error": None}
+    try:
+        read = bounded(lambda: reader(gpus), max(deadline - clock(), poll))
+    except ImportError:
+        out["error"] = "nvidia-ml-py (pynvml) is not importable by %s" % sys.executable
+        return out
+    except Exception as exc:  # NVMLError (no driver), TimeoutError: said in the record
+        out["error"] = "NVML: %s" % (exc,)
+        return out
+    while True:
+        try:
+            found = bounded(read, max(deadline - clock(), poll))
+        except Exception as exc:  # a hung or failing NVML ends the check; what was read last stays
+            out["error"] = "NVML: %s" % (exc,)
+            break
+        out["checked"] = True
+        out["gpus"] = [dict(gpu, free=not gpu["processes"] and gpu["used_mib"] <= idle_mib) for gpu in found]
+        out["free"] = all(gpu["free"] for gpu in out["gpus"])
+        if out["free"] or clock() >= deadline:
+            break
+        sleep(poll)
+    out["seconds"] = round(clock() - began, 3)
+    out["at"] = time.time()
+    return out
+
+
 # ---- the connections ---------------------------------------------------------------------------------
 
 def encode(message: dict) -> bytes:
@@ -202,7 +311,8 @@ def decode(buffer: bytes) -> tuple:
 
 class Watcher:
     """One node's watcher. CONFIG: group, node, rank, gpus_per_node, titles, pid, start (the main process's
-    start ticks), state_file, log_path, failure_file, addr, port, poll, grace."""
+    start ticks), state_file, log_path, failure_file, addr, port, poll, grace, gpus (the server's GPUs, None for
+    every GPU), verify (seconds to wait for them to be free; 0: no check), idle_mib."""
 
     def __init__(self, config: dict) -> None:
         self.config = config
@@ -235,12 +345,12 @@ class Watcher:
             peer.update(node=message["hello"], rank=message.get("rank"))
             return None
         if "down" in message:
-            return dict(message["down"], seen_by=self.config["node"])
+            return dict(message["down"], seen_by=self.config["node"], gpus=None)  # this node's GPUs are its own to verify
         return None
 
     def record(self, node: str, rank: int, cause: str, log_lines: list | None = None, orderly: bool = False) -> dict:
         return {"group": self.config.get("group"), "node": node, "rank": rank, "cause": cause,
-                "log_lines": log_lines or [], "orderly": orderly, "seen_by": self.config["node"], "at": time.time()}
+                "log_lines": log_lines or [], "orderly": orderly, "seen_by": self.config["node"], "at": time.time(), "gpus": None}
 
     # I/O
 
@@ -296,8 +406,9 @@ class Watcher:
                     return found
         return None
 
-    def finish(self, failure: dict) -> None:
-        """Stop this node (unless its own supervisor does), record a failure, tell the peers, close."""
+    def finish(self, failure: dict, verify: Callable[..., dict] = verify_gpus) -> None:
+        """Stop this node (unless its own supervisor does), record a failure, tell the peers, close; then verify the
+        node's GPUs free and record that too (the peers are told first: their stop must not wait for it)."""
         if not (failure["orderly"] and failure["node"] == self.config["node"]):
             failure["stopped"] = stop_tree(self.config["pid"], self.config["start"], float(self.config.get("grace", GRACE_S)))
         if not failure["orderly"]:
@@ -312,6 +423,10 @@ class Watcher:
             sock.close()
         if self.listener:
             self.listener.close()
+        if not failure["orderly"] and float(self.config.get("verify", VERIFY_S)) > 0:
+            failure["gpus"] = verify(self.config.get("gpus"), float(self.config.get("verify", VERIFY_S)),
+                                     float(self.config.get("idle_mib", IDLE_MIB)))
+            write_failure(self.config["failure_file"], failure)
 
     def run(self, read: Callable[[], dict] | None = None) -> dict:
         cfg = self.config

@@ -47,6 +47,16 @@ def last_failure(state_file: str) -> dict | None:
     return None
 
 
+def server_gpus(pid: int) -> list | None:
+    """The GPUs the server at PID was started on (its CUDA_VISIBLE_DEVICES, as the server_plan's `gpus` set it);
+    None (every GPU of the host) when it names none or its environment cannot be read."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as handle:
+            return group_watch.visible_gpus(handle.read())
+    except OSError:
+        return None
+
+
 def _alive(record: dict | None) -> bool:
     if not record:
         return False
@@ -79,7 +89,8 @@ def start_watcher(params: dict) -> dict:
               "pid": int(state["pid"]), "start": server[3], "state_file": params["state_file"],
               "log_path": params.get("log_path") or "", "failure_file": failure_file(params["state_file"]),
               "addr": params["dist_addr"], "port": group_watch.watch_port(params["dist_port"]),
-              "poll": float(params.get("watch_poll") or group_watch.POLL_S), "grace": group_watch.GRACE_S}
+              "poll": float(params.get("watch_poll") or group_watch.POLL_S), "grace": group_watch.GRACE_S,
+              "gpus": server_gpus(int(state["pid"])), "verify": group_watch.VERIFY_S, "idle_mib": group_watch.IDLE_MIB}
     log_path = (params.get("log_path") or _base(params["state_file"])) + ".group-watch.log"
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
     try:

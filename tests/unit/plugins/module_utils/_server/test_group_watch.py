@@ -9,15 +9,28 @@ died and why."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
+import sys
 import threading
 
 import pytest
+from simlib import fakegpu
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import group_watch
 from tests.support.net import free_port
+from tests.support.paths import COLLECTIONS, SIM
 from tests.support.polling import poll
+
+# verify_gpus through the real nvidia-ml-py on the fake NVML (found through LD_LIBRARY_PATH, read at process
+# start: a fresh interpreter), as the detached watcher runs it.
+VERIFY = ("import json, sys\n"
+          "from ansible_collections.gpufleet.serving.plugins.module_utils._server.group_watch import verify_gpus\n"
+          "print(json.dumps(verify_gpus(json.loads(sys.argv[1]), float(sys.argv[2]))))\n")
+HOLD = ("import sys; sys.path.insert(0, %r); from simlib import fakegpu; "
+        "fakegpu.hold(sys.argv[1], [int(g) for g in sys.argv[2].split(',')], int(sys.argv[3])); "
+        "print('ready', flush=True); sys.stdin.read()" % SIM)
 
 
 def proc(ppid, pgid, start, cmdline="python", state="S"):
@@ -139,3 +152,120 @@ def test_rank_0_gone_takes_a_member_down_as_its_connection_drops(tmp_path):
     peer = {"node": None, "rank": -1}
     assert leader.from_peer(peer, {"hello": "b", "rank": 1}) is None
     assert leader.from_peer(peer, None)["node"] == "b"
+
+
+@pytest.mark.parametrize("environ, gpus", [
+    (b"PATH=/bin\0CUDA_VISIBLE_DEVICES=0,2, 3\0", ["0", "2", "3"]),
+    (b"CUDA_VISIBLE_DEVICES=GPU-aa,GPU-bb\0", ["GPU-aa", "GPU-bb"]),
+    (b"CUDA_VISIBLE_DEVICES=\0", None),
+    (b"PATH=/bin\0", None),
+])
+def test_the_servers_gpus_are_its_cuda_visible_devices_else_every_gpu(environ, gpus):
+    assert group_watch.visible_gpus(environ) == gpus
+
+
+def _reader(readings):
+    """A reader factory for verify_gpus that returns READINGS one after the other (the last one repeats)."""
+    def factory(gpus):
+        def read():
+            return readings.pop(0) if len(readings) > 1 else readings[0]
+        return read
+    return factory
+
+
+def _gpu(index, used, pids=()):
+    return {"index": index, "uuid": "GPU-%d" % index, "used_mib": used, "processes": list(pids)}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def test_gpus_are_polled_until_no_process_holds_them_and_memory_is_back_to_idle():
+    clock = Clock()
+    readings = [[_gpu(0, 80000.0, [41]), _gpu(1, 80000.0, [42])], [_gpu(0, 0.0), _gpu(1, 300.0)], [_gpu(0, 0.0), _gpu(1, 0.0)]]
+    out = group_watch.verify_gpus(None, timeout=5, reader=_reader(readings), poll=0.5, clock=clock, sleep=clock.sleep)
+    assert (out["checked"], out["free"], out["seconds"], out["error"]) == (True, True, 1.0, None)
+    assert [g["free"] for g in out["gpus"]] == [True, True] and out["at"] > 0
+
+
+def test_gpus_still_held_at_the_deadline_are_reported_held_per_gpu():
+    clock = Clock()
+    out = group_watch.verify_gpus(["1"], timeout=2, reader=_reader([[_gpu(0, 0.0), _gpu(1, 0.0, [42])]]), poll=0.5,
+                                  clock=clock, sleep=clock.sleep)
+    assert (out["checked"], out["free"], out["seconds"]) == (True, False, 2.0)
+    assert [(g["index"], g["free"], g["processes"]) for g in out["gpus"]] == [(0, True, []), (1, False, [42])]
+
+
+def test_no_nvml_on_the_host_is_said_and_a_hung_nvml_call_ends_the_check():
+    def missing(gpus):
+        raise ImportError("No module named 'pynvml'")
+    out = group_watch.verify_gpus(None, timeout=1, reader=missing)
+    assert (out["checked"], out["free"]) == (False, None) and "pynvml" in out["error"]
+    hang = threading.Event()
+
+    def hung(gpus):
+        return lambda: hang.wait(30)
+    try:
+        out = group_watch.verify_gpus(None, timeout=0.3, reader=hung)
+    finally:
+        hang.set()
+    assert (out["checked"], out["free"]) == (False, None) and "did not answer within" in out["error"], out
+
+
+def test_a_failure_is_recorded_before_the_gpu_check_and_again_with_it(tmp_path):
+    server, start = _sleeper()
+    failure_file = tmp_path / "a.down.json"
+    config = {"group": "g", "node": "a", "rank": 0, "gpus_per_node": 1, "addr": "127.0.0.1", "port": 1,
+              "pid": server.pid, "start": start, "failure_file": str(failure_file), "grace": 0.5, "gpus": ["3"],
+              "verify": 4, "idle_mib": 0}
+    seen = []
+
+    def verify(gpus, timeout, idle_mib):
+        seen.append((json.loads(failure_file.read_text())["gpus"], gpus, timeout, idle_mib))
+        return {"checked": True, "free": True, "gpus": [{"index": 3, "free": True}]}
+    watcher = group_watch.Watcher(config)
+    try:
+        watcher.finish(watcher.record("b", 1, "rank process(es) x exited (0 of 1 alive)"), verify=verify)
+        assert server.wait(5) == -signal.SIGTERM
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert seen == [(None, ["3"], 4.0, 0.0)]
+    assert json.loads(failure_file.read_text())["gpus"] == {"checked": True, "free": True, "gpus": [{"index": 3, "free": True}]}
+
+
+def _verify_on(root, gpus, timeout):
+    env = dict(os.environ, PYTHONPATH=COLLECTIONS, **fakegpu.env(root))
+    out = subprocess.run([sys.executable, "-c", VERIFY, json.dumps(gpus), str(timeout)], env=env, capture_output=True,
+                         text=True, timeout=30, check=False)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_the_fake_nvml_read_through_nvidia_ml_py_sees_a_holder_and_then_its_gpus_free(tmp_path):
+    root = str(tmp_path / "gpu")
+    fakegpu.init(root, gpus=3)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, root, "1", "2048"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        held = _verify_on(root, None, 0.3)
+        assert (held["checked"], held["free"]) == (True, False), held
+        assert [(g["index"], g["free"]) for g in held["gpus"]] == [(0, True), (1, False), (2, True)]
+        assert held["gpus"][1]["processes"] == [holder.pid] and held["gpus"][1]["used_mib"] >= 2048
+        only = _verify_on(root, ["0", "2"], 0.3)
+        assert (only["free"], [g["index"] for g in only["gpus"]]) == (True, [0, 2])
+    finally:
+        holder.kill()
+        holder.wait()
+    freed = _verify_on(root, ["1"], 5)
+    assert (freed["checked"], freed["free"], freed["error"]) == (True, True, None), freed

@@ -71,3 +71,13 @@ def test_no_server_recorded_is_refused(tmp_path):
     os.unlink(params["state_file"])
     with pytest.raises(GpuFleetError, match="no server is recorded in"):
         group_watch_start.start_watcher(params)
+
+
+def test_the_watcher_verifies_the_gpus_the_server_was_started_on():
+    server = subprocess.Popen(["sleep", "60"], env=dict(os.environ, CUDA_VISIBLE_DEVICES="2,3"))
+    try:
+        assert group_watch_start.server_gpus(server.pid) == ["2", "3"]
+    finally:
+        server.kill()
+        server.wait()
+    assert group_watch_start.server_gpus(server.pid) is None  # gone: every GPU of the host
