@@ -33,11 +33,17 @@ DEFAULT_PORTS = {"sglang": 20000, "vllm": 29501}
 # check_server_args asserts (tp_size * pp_size) % nnodes == 0 and no dp_size > 1 with nnodes != 1.
 # vLLM 0.33.0: vllm/engine/arg_utils.py add_cli_args (the flags) and create_engine_config (the world
 # size dp * pp * tp that --nnodes must divide).
+# The expert-parallel size, for the topology records name (_server/group.py topology): SGLang's --ep-size
+# (fields/parallel.py, aliases --expert-parallel-size and --ep); vLLM's switch --enable-expert-parallel (-ep),
+# with which every GPU of the flattened TP x DP group owns its experts (model_executor/layers/fused_moe/config.py:
+# ep_size = tp_size x dp_size).
 GROUP_SIZES = {
-    "sglang": {"flags": {"pp": ("--pp-size", "--pipeline-parallel-size"), "dp": ("--dp-size", "--data-parallel-size")},
+    "sglang": {"flags": {"pp": ("--pp-size", "--pipeline-parallel-size"), "dp": ("--dp-size", "--data-parallel-size"),
+                         "ep": ("--ep-size", "--expert-parallel-size", "--ep")},
                "world": ("tp", "pp"), "indivisible": "tp_size must be divisible by number of nodes",
                "no_dp": "multi-node data-parallel replicas are not supported; use attention DP"},
     "vllm": {"flags": {"pp": ("--pipeline-parallel-size", "-pp"), "dp": ("--data-parallel-size", "-dp")},
+             "ep_switch": ("--enable-expert-parallel", "-ep"),
              "world": ("dp", "pp", "tp"), "indivisible": "--nnodes must evenly divide the total world size",
              "no_dp": None},
 }

@@ -56,6 +56,32 @@ def size_from(extra_args: list, flags: tuple) -> int:
     return value
 
 
+def _switched_on(extra_args: list, flags: tuple) -> bool:
+    """Whether the last of FLAGS (or its --no- form) in EXTRA_ARGS turns a switch on."""
+    on = False
+    for arg in (str(a) for a in extra_args or []):
+        if arg in flags:
+            on = True
+        elif arg.startswith("--no-") and "--" + arg[5:] in flags:
+            on = False
+    return on
+
+
+def topology(engine: str, values: dict) -> dict:
+    """What a record and a report say of a server's shape: {"nodes", "nnodes", "tp_size", "pp_size", "dp_size",
+    "ep_size"}, from its settings (VALUES: the server_spec lookup's dict); PP, DP and EP from its extra_args, as the
+    engine reads them (_engines/nodes.py GROUP_SIZES), 1 where they are not given."""
+    rules = _nodes.GROUP_SIZES.get(engine) or {"flags": {}}
+    extra = values.get("extra_args")
+    nodes = [str(n) for n in values.get("nodes") or []]
+    sizes = {size: size_from(extra, rules["flags"].get(size, ())) for size in ("pp", "dp", "ep")}
+    tp_size = int(values.get("tp_size") or 1)
+    if rules.get("ep_switch"):
+        sizes["ep"] = tp_size * sizes["dp"] if _switched_on(extra, rules["ep_switch"]) else 1
+    return {"nodes": nodes, "nnodes": max(len(nodes), 1), "tp_size": tp_size, "pp_size": sizes["pp"],
+            "dp_size": sizes["dp"], "ep_size": sizes["ep"]}
+
+
 def check_sizes(engine: str, values: dict, members: list, host: str) -> int:
     """Refuse sizes the engine refuses across len(MEMBERS) nodes (_engines/nodes.py GROUP_SIZES); the GPUs
     each node runs."""

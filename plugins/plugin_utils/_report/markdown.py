@@ -10,6 +10,7 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import wo
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.escape import md_text
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import level_key, level_name
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.merge import ratios as level_ratios
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.topology import line as topology_line
 
 DASH = "-"
 
@@ -203,6 +204,8 @@ def render(report, plot_note=None, plot_name=None):
     lines += _level_table(fleet, labels, ttft=False)
     for host in sorted(report["hosts"]):
         lines += ["", "## %s" % md_text(host), ""]
+        if report["hosts"][host].get("topology"):
+            lines += ["Topology: %s." % md_text(topology_line(report["hosts"][host]["topology"])), ""]
         lines += _level_table(report["hosts"][host], labels)
         words = significance_lines(report["hosts"][host].get("ratio"), labels)
         if words:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ansible_collections.gpufleet.serving.plugins.module_utils._bench.repeats import significant
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import workload as wl
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.topology import line as topology_line
 
 SIDES = ("baseline", "candidate")
 
@@ -44,7 +45,7 @@ def normalise(results):
         if not isinstance(entry, dict):
             raise InvalidInput("results for %s must be a dict with baseline/candidate" % host)
         out[str(host)] = {"workload": {}}
-        # A server that spans hosts (docs/multinode.md): its nodes, nnodes and sizes, measured at rank 0.
+        # The server's shape (docs/multinode.md): its nodes, nnodes and TP/PP/DP/EP sizes; across hosts, measured at rank 0.
         if isinstance(entry.get("topology"), dict):
             out[str(host)]["topology"] = entry["topology"]
         for side in SIDES:
@@ -209,9 +210,7 @@ def merge(results, title="LLM serving benchmark", baseline_label="baseline", can
             [(side, sides[side]) for side in SIDES], "baseline")
         if sides.get("topology"):
             entry["topology"] = sides["topology"]
-            notes.append("%s: one server across %s (nnodes %s, tp_size %s), measured at rank 0"
-                         % (host, ", ".join(str(n) for n in sides["topology"].get("nodes") or []),
-                            sides["topology"].get("nnodes"), sides["topology"].get("tp_size")))
+            notes.append("%s: %s" % (host, topology_line(sides["topology"])))
         hosts[host] = entry
     fleet = {side: fleet_side({h: e[side] for h, e in hosts.items()}, notes, side) for side in SIDES}
     fleet["ratio"] = ratios(fleet["baseline"], fleet["candidate"])

@@ -122,3 +122,17 @@ def test_a_host_whose_nodes_leave_it_out_is_refused():
 ])
 def test_size_from_extra_args(args, flags, value):
     assert group.size_from(args, flags) == value
+
+
+@pytest.mark.parametrize("engine, values, shape", [
+    ("sglang", {"tp_size": 16, "nodes": PAIR}, (2, 16, 1, 1, 1)),
+    ("sglang", {"tp_size": 16, "nodes": PAIR, "extra_args": ["--pp-size", "2", "--ep-size=16"]}, (2, 16, 2, 1, 16)),
+    ("sglang", {"tp_size": 8, "extra_args": ["--expert-parallel-size", "8", "--data-parallel-size", "2"]}, (1, 8, 1, 2, 8)),
+    ("vllm", {"tp_size": 8, "nodes": PAIR, "extra_args": ["-dp", "2", "--enable-expert-parallel"]}, (2, 8, 1, 2, 16)),
+    ("vllm", {"tp_size": 8, "nodes": PAIR, "extra_args": ["-ep", "--no-enable-expert-parallel", "-pp", "2"]},
+     (2, 8, 2, 1, 1)),
+])
+def test_the_topology_names_nodes_and_the_tp_pp_dp_ep_sizes_as_the_engine_reads_them(engine, values, shape):
+    found = group.topology(engine, values)
+    assert (found["nnodes"], found["tp_size"], found["pp_size"], found["dp_size"], found["ep_size"]) == shape
+    assert found["nodes"] == list(values.get("nodes") or [])

@@ -76,3 +76,10 @@ def test_a_speedup_is_significant_only_when_the_intervals_say_so(candidate_runs,
     assert "vs 64.0 [61.5, 66.5] (mean [95% interval] of 3 and 3 runs)" in line
     assert words in line
     assert report["hosts"]["gpu01"]["ratio"][0]["significant"] is (candidate_runs[0] > 90)
+
+
+def test_a_hosts_section_names_its_servers_topology():
+    shape = {"nodes": ["a", "b"], "nnodes": 2, "tp_size": 16, "pp_size": 2, "dp_size": 1, "ep_size": 1}
+    text = rmd.render(rm.merge({"a": {"baseline": RESULTS["gpu01"]["baseline"], "topology": shape}}))
+    line = "Topology: one server across a, b (nnodes 2, tp_size 16, pp_size 2, dp_size 1, ep_size 1), measured at rank 0."
+    assert text.index("## a\n\n" + line) < text.index("### a: latency by level")

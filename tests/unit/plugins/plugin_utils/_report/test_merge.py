@@ -93,7 +93,8 @@ def test_a_level_where_nothing_completed_is_never_a_zero_result():
 
 
 def test_a_server_across_hosts_keeps_its_topology_and_says_so():
-    topology = {"nodes": ["a", "b"], "nnodes": 2, "tp_size": 16}
+    topology = {"nodes": ["a", "b"], "nnodes": 2, "tp_size": 16, "pp_size": 1, "dp_size": 1, "ep_size": 16}
     report = rm.merge({"a": {"baseline": BASE_A, "topology": topology}, "c": {"baseline": BASE_B}})
     assert report["hosts"]["a"]["topology"] == topology and "topology" not in report["hosts"]["c"]
-    assert "a: one server across a, b (nnodes 2, tp_size 16), measured at rank 0" in report["notes"]
+    assert ("a: one server across a, b (nnodes 2, tp_size 16, pp_size 1, dp_size 1, ep_size 16), measured at rank 0"
+            in report["notes"])
