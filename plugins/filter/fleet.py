@@ -7,7 +7,7 @@
 Each filter is documented in its own sidecar file (plugins/filter/NAME.yml), as
 ansible-core documents its own filters; the code is in plugin_utils/_report/ (swap.py, host_lines.py,
 closing.py, reset.py, follow.py, variant_lines.py), plugin_utils/_experiment/ (engine_settings.py, preset.py,
-host_plan.py, variant_state.py), module_utils/_engines/settings.py and module_utils/_server/plan.py.
+host_plan.py, variant_state.py), module_utils/_engines/settings.py, module_utils/_server/plan.py and module_utils/_server/group.py.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name, joined_file_name
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import group as server_group
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as server_plan
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import engine_settings as _engine_settings
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset, variant_state
@@ -29,6 +30,13 @@ def engine_settings(name, host="", port="", instance=""):
         return _engine_settings.engine_settings(name, host, port, instance)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
+
+
+def server_topology(settings):
+    """server_group.topology: the shape (nodes, nnodes, TP/PP/DP/EP sizes) of one server's settings."""
+    if not isinstance(settings, dict) or "engine" not in settings:
+        raise AnsibleFilterError("server_topology: give the server_spec lookup's dict of one server (it has no 'engine')")
+    return server_group.topology(settings["engine"], settings)
 
 
 def server_plan_options(settings):
@@ -120,6 +128,7 @@ class FilterModule:
             "compare_experiment": compare_experiment,
             "swap_experiment": swap_experiment,
             "server_plan_options": server_plan_options,
+            "server_topology": server_topology,
             "server_plan_request": server_plan_request,
             "server_plan_choice": server_plan_choice,
             "experiment_pick": variant_state.pick,

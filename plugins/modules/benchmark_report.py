@@ -53,8 +53,9 @@ options:
         M(gpufleet.serving.llm_benchmark) result (or just its C(levels) list); or
         C(host -> [R_baseline, R_candidate]); or a list of C({host: ..., baseline: R, candidate: R})."
       - Either side may be missing for a host. A failed or skipped result is left out with a note.
-      - A host's dict may hold C(topology) (C(nodes), C(nnodes), C(tp_size)) for a server that spans hosts, measured
-        at its rank 0; the report keeps it under the host and says so in its notes.
+      - A host's dict may hold C(topology) (C(nodes), C(nnodes), C(tp_size), C(pp_size), C(dp_size), C(ep_size), as the
+        P(gpufleet.serving.server_topology#filter) filter gives them) for a server that spans hosts, measured at its
+        rank 0; the report keeps it under the host and names it in the host's section and in its notes.
     type: raw
     required: true
   dest_dir:

@@ -92,7 +92,9 @@ def test_a_tp16_group_launches_is_benchmarked_at_rank_0_and_torn_down(fleet, eng
     assert '"sim-h2: node of the server at sim-h1 (rank 0), measured there"' in bench.output, bench.output[-3000:]
     report = json.loads((fleet.dir / engine / "benchmark.json").read_text())
     assert list(report["hosts"]) == ["sim-h1"], report["hosts"].keys()
-    assert report["hosts"]["sim-h1"]["topology"] == {"nodes": ["sim-h1", "sim-h2"], "nnodes": 2, "tp_size": 16}
+    assert report["hosts"]["sim-h1"]["topology"] == {"nodes": ["sim-h1", "sim-h2"], "nnodes": 2, "tp_size": 16,
+                                                     "pp_size": 1, "dp_size": 1, "ep_size": 1}
+    assert "Topology: one server across sim-h1, sim-h2 (nnodes 2, tp_size 16, pp_size 1" in (fleet.dir / engine / "benchmark.md").read_text()
 
     started = time.monotonic()
     down = fleet.playbook("teardown.yml", extra, inventories=[inventory])

@@ -24,6 +24,7 @@ EXCLUDED = {
                    "unsupported option there, and its api_key is the one the server starts with",
     "server_process": "a supervisor of one process by state file; shares no option",
     "server_ranks": "reads one node's processes by state file; shares no option",
+    "server_info": "reads the state files of a state directory; shares no option",
     "gpu_health": "takes the gpu group's gpus and nvml_timeout but not devices, v1_reserve_mib or protect, which a "
                   "group default would pass to it as unsupported options",
     "drafter_check": "reads two model directories; shares no option",

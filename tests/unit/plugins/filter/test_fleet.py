@@ -123,3 +123,11 @@ def test_experiment_planned_zips_servers_plans_and_names_in_order():
     assert planned[1]["composed"] is plans[1]
     with pytest.raises(AnsibleFilterError, match="2 servers, 1 composed plans and 2 variants"):
         FilterModule().filters()["experiment_planned"](requests, plans[:1], ["tp8", "ep8"])
+
+
+def test_server_topology_reads_the_spec_and_refuses_what_is_not_one():
+    topology = FilterModule().filters()["server_topology"]
+    spec = {"engine": "vllm", "tp_size": 8, "nodes": ["a", "b"], "extra_args": ["-ep"]}
+    assert topology(spec) == {"nodes": ["a", "b"], "nnodes": 2, "tp_size": 8, "pp_size": 1, "dp_size": 1, "ep_size": 8}
+    with pytest.raises(AnsibleFilterError, match="server_spec lookup's dict"):
+        topology({"tp_size": 8})
