@@ -10,7 +10,7 @@ import re
 import time
 
 import pytest
-from _fleet_fixtures import needs_fleet, start_fleet
+from _fleet_fixtures import needs_fleet, start_fleet, wait_for
 
 pytestmark = needs_fleet
 
@@ -134,6 +134,11 @@ def rank_pids(fleet, index, title):
     return [int(pid) for pid, args in rows if args.startswith(title)]
 
 
+def server_record(fleet, index):
+    """The group's server on host INDEX, as gpufleet.serving.server_info reports it."""
+    return fleet.module(fleet.name(index), "gpufleet.serving.server_info", {"engine": "sglang", "port": fleet.server_port})["servers"][0]
+
+
 def test_a_dead_rank_takes_the_group_down_within_5_s_and_it_relaunches(fleet):
     # While the group serves, one scheduler of rank 1 (sim-h2) is killed by PID: the nodes' watchers
     # (group_watch.py) must stop every rank on both hosts within 5 s and record the node, rank and cause.
@@ -143,6 +148,7 @@ def test_a_dead_rank_takes_the_group_down_within_5_s_and_it_relaunches(fleet):
     assert run.returncode == 0, run.output[-6000:]
     victim = rank_pids(fleet, 2, "sglang::scheduler_TP9")
     assert len(victim) == 1, victim
+    killed_at = time.time()
     fleet.ssh(2, "kill -9 %d" % victim[0])
     killed = time.monotonic()
     deadline = killed + 5
@@ -151,12 +157,21 @@ def test_a_dead_rank_takes_the_group_down_within_5_s_and_it_relaunches(fleet):
     down_s = time.monotonic() - killed
     assert [rank_titles(fleet, i, "sglang") for i in (1, 2)] == [[], []], down_s
     print("dead rank: every rank of both nodes gone %.2f s after the kill" % down_s)
-    state_dir = [fleet.host_dir(i) / "lib" / "gpufleet-serving" for i in (1, 2)]
-    records = [json.loads((d / ("sglang-%d.group-down.json" % fleet.server_port)).read_text()) for d in state_dir]
-    for record in records:
+    # Each watcher then verifies its node's 8 GPUs free in NVML (the fake NVML of each simulated host) and
+    # rewrites its record with the result; server_info hands that record back.
+    found = {}
+    for index in (1, 2):
+        assert wait_for(lambda i=index: (server_record(fleet, i)["last_group_down"] or {}).get("gpus"), 15), index
+        found[index] = server_record(fleet, index)["last_group_down"]
+    for record in found.values():
         assert (record["node"], record["rank"]) == ("sim-h2", 1), record
         assert "sglang::scheduler_TP9" in record["cause"], record
-    assert [r["seen_by"] for r in records] == ["sim-h1", "sim-h2"]
+        assert (record["gpus"]["checked"], record["gpus"]["free"]) == (True, True), record["gpus"]
+        assert [g["index"] for g in record["gpus"]["gpus"] if g["free"]] == list(range(8)), record["gpus"]
+        assert record["gpus"]["at"] - killed_at < 5, (record["gpus"]["at"] - killed_at)
+    assert [found[i]["seen_by"] for i in (1, 2)] == ["sim-h1", "sim-h2"]
+    print("dead rank: all 16 GPUs verified free by the watchers %.2f s after the kill"
+          % (max(r["gpus"]["at"] for r in found.values()) - killed_at))
 
     again = fleet.playbook("launch.yml", extra, inventories=[inventory], args=("-v",))
     assert again.returncode == 0, again.output[-6000:]
