@@ -977,6 +977,41 @@ def case_nvlink_reset(s):
         shutil.rmtree(guard, ignore_errors=True)
 
 
+def _group_watch():
+    """_server/group_watch.py loaded by path: it is standard library only (and pynvml), as the detached
+    watcher runs it, so no collection import path is needed."""
+    import importlib.util
+    path = os.path.join(REPO, "plugins", "module_utils", "_server", "group_watch.py")
+    spec = importlib.util.spec_from_file_location("gf_group_watch", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def case_group_watch_verify(s):
+    """The group watcher's GPU check (verify_gpus, its own pynvml read): a live holder on GPU 0 is not free
+    (its PID listed, memory used); after SIGKILL the check turns free, and how long that took."""
+    watch = _group_watch()
+    one = s.start("gfwatch", gpu=0, gib=4)
+    held = watch.verify_gpus([0], timeout=0.5)
+    check(held["checked"] is True and held["free"] is False, "held GPU read as free: %s" % held)
+    gpu = held["gpus"][0]
+    check(gpu["index"] == 0 and gpu["used_mib"] >= 3 * 1024, "used MiB %s with 4 GiB held" % gpu["used_mib"])
+    # NVML's PIDs are the host's: under a container runtime they may differ from ours, so a listed process is
+    # required and whether it is the holder's PID is reported.
+    check(gpu["processes"], "no process listed on GPU 0 while the holder %s held it" % one["pid"])
+    by_uuid = watch.verify_gpus([gpu["uuid"]], timeout=0.2)
+    check([g["index"] for g in by_uuid["gpus"]] == [0], "selection by UUID read %s" % by_uuid["gpus"])
+    os.kill(one["pid"], signal.SIGKILL)
+    s.started[-1].wait()
+    freed = watch.verify_gpus([0], timeout=30)
+    check(freed["free"] is True, "GPU 0 not free 30 s after SIGKILL: %s" % freed)
+    every = watch.verify_gpus(None, timeout=5)
+    check(len(every["gpus"]) == s.n, "every GPU: read %d of %d" % (len(every["gpus"]), s.n))
+    return {"held": gpu, "held_pids_listed": one["pid"] in gpu["processes"], "free_after_kill_s": freed["seconds"],
+            "every_gpu_free": every["free"]}
+
+
 CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
          ("tree_direct", case_tree_direct), ("driver_release", case_driver_release),
          ("orphans", case_orphans), ("sigterm_ignored", case_sigterm_ignored),
@@ -987,7 +1022,7 @@ CASES = [("device_files", case_device_files), ("server_tree", case_server_tree),
          ("check_mode", case_check_mode), ("clean_noop", case_clean_noop), ("role", case_role),
          ("paused_tree", case_paused_tree), ("respawn_toll", case_respawn_toll), ("mps", case_mps),
          ("health", case_health), ("health_gate", case_health_gate), ("telemetry", case_telemetry),
-         ("nvlink_reset", case_nvlink_reset)]
+         ("nvlink_reset", case_nvlink_reset), ("group_watch_verify", case_group_watch_verify)]
 
 
 def versions():
