@@ -197,7 +197,7 @@ todo:
   type: dict
 slots:
   description:
-    - Per host, the order the variants of RV(todo) run in, with C(null) where the host stands by: the variants
+    - Per host, the order the variants of RV(todo) run in, with C(null) where the host stands by; the variants
       that span hosts first, each at the same position on every one of its nodes (their nodes launch together).
   returned: success
   type: dict

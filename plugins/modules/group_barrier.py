@@ -36,7 +36,9 @@ options:
     type: path
     required: true
   run:
-    description: This run of the experiment (M(gpufleet.serving.experiment_plan)'s RV(gpufleet.serving.experiment_plan#module:run)), so an earlier run's markers never count.
+    description:
+      - This run of the experiment (M(gpufleet.serving.experiment_plan)'s
+        RV(gpufleet.serving.experiment_plan#module:run)), so an earlier run's markers never count.
     type: str
     required: true
   step:

@@ -34,7 +34,8 @@ def test_swap_to_eagle_then_back_and_reset_a_tp16_group(fleet):
     inventory = group_inventory(fleet, "sglang")
     extra = {"sglang_server_port": fleet.server_port, "benchmark": BENCH}
     eagle = fleet.playbook("swap_to_eagle.yml", dict(extra, swap_report_dir=str(fleet.dir / "eagle")),
-                           inventories=[inventory], timeout=600)
+                           inventories=[inventory], timeout=600, args=("-v",))
+    open("/tmp/swap_full.log", "w").write(eagle.output)
     assert eagle.returncode == 0, eagle.output[-8000:]
     assert "sim-h2: node of the server at sim-h1 (rank 0), measured there" in eagle.output, eagle.output[-4000:]
     assert ranks(fleet) == [8, 8]
