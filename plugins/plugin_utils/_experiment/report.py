@@ -85,8 +85,10 @@ def _groups(experiment, recs):
         order = [v["name"] for v in experiment["variants"]]
         merged = {n: r for by_name in recs.values() for n, r in by_name.items()}
         return {spread_label(experiment): [merged[n] for n in order if n in merged]}
-    # A host that only stood by or served as a node of rank >= 1 has nothing of its own to compare.
-    return {host: list(by_name.values()) for host, by_name in recs.items() if by_name}
+    # A host that only stood by or served as a node of rank >= 1 has nothing of its own to compare
+    # (while another host has).
+    some = any(recs.values())
+    return {host: list(by_name.values()) for host, by_name in recs.items() if by_name or not some}
 
 
 def failures(experiment, recs, elsewhere=frozenset()):
