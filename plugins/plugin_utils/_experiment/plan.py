@@ -66,19 +66,19 @@ def slots(experiment, todo):
 
 
 def _group_done(experiment, done_by_host):
-    """DONE_BY_HOST with each variant that spans hosts done on every node exactly when it is done at rank 0
-    (the node that measures it: the others record where it was measured)."""
-    out = {h: dict(d) for h, d in done_by_host.items()}
+    """DONE_BY_HOST with each server that spans hosts done on every node exactly when it is done at rank 0, the
+    node that measures it (its record's topology names the nodes; the others' records only say where it was
+    measured), whether the variant set the nodes or the inventory did: a re-run runs it on all its nodes or none."""
+    out = {h: {n: r for n, r in d.items() if not r.get("measured_at")} for h, d in done_by_host.items()}
     for variant in experiment["variants"]:
-        nodes = [str(n) for n in variant["server"].get("nodes") or []]
-        if len(nodes) < 2:
-            continue
-        at_rank_0 = out.get(nodes[0], {}).get(variant["name"])
-        for node in nodes[1:]:
-            if node in out:
-                out[node].pop(variant["name"], None)
-                if at_rank_0 is not None:
-                    out[node][variant["name"]] = at_rank_0
+        name = variant["name"]
+        for host in list(out):
+            nodes = ((out[host].get(name) or {}).get("topology") or {}).get("nodes") or []
+            if len(nodes) < 2 or nodes[0] != host:
+                continue
+            for node in nodes[1:]:
+                if node in out and name in experiment["assignments"].get(node, []):
+                    out[node][name] = out[host][name]
     return out
 
 
@@ -109,7 +109,8 @@ def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False,
         else store.scan(results_dir, experiment)
     out = dict(experiment, todo={}, recorded={}, rerun={}, record_files={}, results_dir=str(results_dir))
     done_by_host = _group_done(experiment, {
-        host: {n: r for n, r in found["recorded"].get(host, {}).items() if r.get("outcome") == "ok" and measured(r)}
+        host: {n: r for n, r in found["recorded"].get(host, {}).items()
+               if r.get("outcome") == "ok" and (measured(r) or r.get("measured_at"))}
         for host in experiment["assignments"]})
     for host, names in experiment["assignments"].items():
         same = found["recorded"].get(host, {})

@@ -66,7 +66,7 @@ def test_a_group_is_done_on_every_node_when_rank_0_measured_it(kit, tmp_path):
     path = tmp_path / "topo.experiment.yml"
     path.write_text(TOPOLOGY)
     exp = plan(str(path), ["h1", "h2"], str(tmp_path))
-    kit.save(tmp_path, kit.record(exp, "h1", "tp16", kit.level(1, 60.0)))
+    kit.save(tmp_path, dict(kit.record(exp, "h1", "tp16", kit.level(1, 60.0)), topology={"nodes": ["h1", "h2"]}))
     kit.save(tmp_path, dict(kit.record(exp, "h2", "tp16"), bench={}, measured_at="h1"))
     out = plan(str(path), ["h1", "h2"], str(tmp_path))
     assert out["todo"] == {"h1": ["tp8", "free"], "h2": ["free"]}
