@@ -20,7 +20,10 @@ description:
     C(speculative_on) (whether any speculative setting is given).
   - On a node of a server group (C(ENGINE_server_nodes)), the node settings the internal C(_server) role planned for
     the host (its C(_server_group) fact, from the P(gpufleet.serving.server_group#lookup) lookup) - C(node),
-    C(dist_addr) and C(dist_port) - go over the variables.
+    C(dist_addr) and C(dist_port) - go over the variables. Before the role planned it (an experiment's plan), or
+    when the request's overrides set C(nodes) (an experiment variant's topology), the lookup plans the group itself
+    over the play's hosts (or those nodes, the request's settings on each); the dict then holds the node's entry
+    as C(group).
   - The dict holds the API key when one is set - keep it in a role or task variable, never in a fact.
 author:
   - gpufleet.serving maintainers (@gpufleet)
