@@ -29,6 +29,13 @@ options:
     description: The hosts of the play; default C(ansible_play_hosts).
     type: list
     elements: str
+  planned:
+    description:
+      - This node's server group as the P(gpufleet.serving.server_spec#lookup) lookup planned it (its C(group)). When
+        the server's request set the nodes (an experiment variant's topology, C(requested)), that entry is returned as
+        it is (planned over those nodes, the variant's settings on each); otherwise the play's hosts are planned.
+    type: dict
+    default: {}
 seealso:
   - module: gpufleet.serving.server_ranks
 """
@@ -58,6 +65,9 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
         variables = variables or {}
+        planned = self.get_option("planned") or {}
+        if planned.get("requested"):
+            return [planned] * len(terms)
         hosts = self.get_option("hosts") or variables.get("ansible_play_hosts") or [variables["inventory_hostname"]]
         try:
             return [plan_for(term, variables["inventory_hostname"], list(hosts), variables["hostvars"],

@@ -20,7 +20,10 @@ description:
     C(speculative_on) (whether any speculative setting is given).
   - On a node of a server group (C(ENGINE_server_nodes)), the node settings the internal C(_server) role planned for
     the host (its C(_server_group) fact, from the P(gpufleet.serving.server_group#lookup) lookup) - C(node),
-    C(dist_addr) and C(dist_port) - go over the variables.
+    C(dist_addr) and C(dist_port) - go over the variables. Before the role planned it (an experiment's plan), or
+    when the request's overrides set C(nodes) (an experiment variant's topology), the lookup plans the group itself
+    over the play's hosts (or those nodes, the request's settings on each); the dict then holds the node's entry
+    as C(group).
   - The dict holds the API key when one is set - keep it in a role or task variable, never in a fact.
 author:
   - gpufleet.serving maintainers (@gpufleet)
@@ -77,6 +80,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import r
 from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import group
+from ansible_collections.gpufleet.serving.plugins.plugin_utils._group import members
 
 
 class LookupModule(LookupBase):
@@ -84,22 +88,36 @@ class LookupModule(LookupBase):
     def _server(self, variables, term):
         request = term if isinstance(term, dict) else {"engine": term}
         engine = registry.get(request.get("engine"))
-        given = spec.given_from(engine.name, variables, self._templar.template)
-        if request.get("drafter") or self.get_option("drafter"):
-            drafter = {s.name: self._templar.template(variables["eagle_drafter_" + s.name])
-                       for s in spec.DRAFTER if "eagle_drafter_" + s.name in variables}
-            given.update(spec.drafter_overrides(engine.name, drafter))
-        for overrides in (request.get("overrides") or {}, self.get_option("overrides") or {}):
-            given.update({key: value for key, value in overrides.items() if value is not None})
-        # A node of a server group: the node settings the _server role planned for this host (its
-        # _server_group fact, from the server_group lookup) when they are for this engine and these nodes.
-        planned = variables.get("_server_group") or {}
-        if planned.get("engine") == engine.name and planned.get("nodes") == list(given.get("nodes") or []):
+        if self.get_option("drafter"):
+            request = dict(request, drafter=True)
+        given = members.requested(engine.name, variables, self._templar.template, request, self.get_option("overrides"))
+        planned = self._group(engine, variables, given, request) if len(given.get("nodes") or []) > 1 else {}
+        if planned:
             given.update(group.node_settings(planned))
         env = dict(request.get("env") or {}, **(self.get_option("env") or {}))
         if env:
             given["env"] = dict(given.get("env") or {}, **env)
-        return spec.server(engine, given)
+        out = spec.server(engine, given)
+        if planned:
+            out["group"] = planned
+        return out
+
+    def _group(self, engine, variables, given, request):
+        """This node's entry of its server group. Nodes the request sets (an experiment variant's topology) are
+        planned here over those hosts, the request's settings on each; nodes from the variables are the _server
+        role's _server_group fact (the server_group lookup over the play) when it was planned for this engine and
+        these nodes, else planned here over the play's hosts. {} where the variables name no play."""
+        overrides = dict(request.get("overrides") or {}, **(self.get_option("overrides") or {}))
+        planned = variables.get("_server_group") or {}
+        if "nodes" not in overrides and planned.get("engine") == engine.name and planned.get("nodes") == list(given["nodes"]):
+            return planned
+        if "hostvars" not in variables or "inventory_hostname" not in variables:
+            return {}
+        hosts = list(given["nodes"]) if "nodes" in overrides \
+            else list(variables.get("ansible_play_hosts_all") or variables.get("ansible_play_hosts") or [])
+        found = members.plan_for(engine.name, variables["inventory_hostname"], hosts, variables["hostvars"],
+                                 self._templar.template, dict(request, overrides=overrides))
+        return dict(found, engine=engine.name, requested="nodes" in overrides) if found else {}
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)

@@ -55,6 +55,11 @@ description:
     variables, the variant launched through the C(gpufleet.serving.eagle_drafter) role, which checks the
     drafter and sets the memory settings with the drafter loaded), C(env) (environment variables of the server),
     C(benchmark) and C(gates) (merged key by key over the top-level ones) and C(matrix)."
+  - "A variant's C(server.nodes) is its topology (docs/multinode.md): the hosts it runs on, rank 0 first, each a host
+    of O(hosts). One host is a plain server there; two or more are one server across them (for example
+    C(nodes: [gpu-a, gpu-b]) with C(tp_size: 16) against C(nodes: [gpu-a]) with C(tp_size: 8)), measured at rank 0.
+    A host not among a variant's nodes stands by while it runs; variants without C(nodes) run as C(spread) says.
+    Every variant that spans hosts must span the same hosts; they run first (RV(slots))."
   - "C(matrix): server options, each with a list of values; the variant becomes one variant per combination,
     in the order the keys are written (the last key changing fastest), named
     C(NAME-KEYVALUE-KEYVALUE), for example C(ep-tp_size4-mem_fraction_static0.7). A key with no values
@@ -190,6 +195,17 @@ todo:
   description: Per host, the assigned variants without a usable record (to run now), in order.
   returned: success
   type: dict
+slots:
+  description:
+    - Per host, the order the variants of RV(todo) run in, with C(null) where the host stands by; the variants
+      that span hosts first, each at the same position on every one of its nodes (their nodes launch together).
+  returned: success
+  type: dict
+  sample: {"gpu-a": ["tp16", "tp8"], "gpu-b": ["tp16"]}
+run:
+  description: This run's identifier (the nodes of a group meet under it, M(gpufleet.serving.group_barrier)).
+  returned: success
+  type: str
 recorded:
   description: Per host, the variants recorded as ok with the same settings (skipped).
   returned: success

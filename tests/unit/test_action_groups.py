@@ -33,6 +33,7 @@ EXCLUDED = {
     "experiment_plan": "a controller action reading an experiment file; shares no option",
     "experiment_report": "a controller action merging result files; shares no option",
     "experiment_record": "a controller action writing one variant's record; shares no option",
+    "group_barrier": "a controller action where a server group's nodes meet; shares no option",
     "router_probe_report": "a controller action writing the rollout probe's report; shares no option",
     "router_lock": "takes the router group's router_url but not api_key, validate_certs, router_kind or "
                    "request_timeout (it speaks no HTTP), which a group default would pass to it as unsupported options",

@@ -267,11 +267,41 @@ def _hosts(hosts):
     return names
 
 
-def assign(names, hosts, spread):
-    """{host: [variant names in order]}: every host every variant, or (spread) host i every N-th from i."""
-    if not spread:
-        return {h: list(names) for h in hosts}
-    return {h: [n for j, n in enumerate(names) if j % len(hosts) == i] for i, h in enumerate(hosts)}
+def assign(names, hosts, spread, placed=None):
+    """{host: [variant names in order]}: every host every variant, or (spread) host i every N-th from i;
+    a variant of PLACED ({name: hosts}, the variants whose server sets `nodes`) runs on those hosts only."""
+    placed = placed or {}
+    free = [n for n in names if n not in placed]
+    if spread:
+        mine = {h: {n for j, n in enumerate(free) if j % len(hosts) == i} for i, h in enumerate(hosts)}
+    else:
+        mine = {h: set(free) for h in hosts}
+    return {h: [n for n in names if n in mine[h] or h in placed.get(n, ())] for h in hosts}
+
+
+def _placed(src, variants, paths, hosts):
+    """{variant name: its hosts} of the variants whose server sets `nodes` (the topology: one host, or a server
+    that spans hosts, rank 0 first); a node the play does not reach is refused."""
+    out = {}
+    for variant in variants:
+        nodes = variant["server"].get("nodes")
+        if not nodes:
+            continue
+        for i, node in enumerate(nodes):
+            if node not in hosts:
+                raise src.error(paths[variant["name"]] + ("server", "nodes", i),
+                                "%s is not a host of the play (%s): a variant's nodes are the hosts it runs on"
+                                % (node, ", ".join(hosts)))
+        out[variant["name"]] = [str(n) for n in nodes]
+    spans = [(v["name"], set(out[v["name"]])) for v in variants if len(out.get(v["name"]) or ()) > 1]
+    for name, hosts_of in spans[1:]:
+        if hosts_of != spans[0][1]:
+            raise src.error(paths[name] + ("server", "nodes"),
+                            "runs on %s and %s on %s: every variant that spans hosts needs the same hosts (one "
+                            "experiment file per set of hosts), since a group's nodes launch together only while "
+                            "they have run the same variants before it"
+                            % (", ".join(sorted(hosts_of)), spans[0][0], ", ".join(sorted(spans[0][1]))))
+    return out
 
 
 def _check_speedup_levels(src, variants, paths, reference):
@@ -345,5 +375,5 @@ def load(path, hosts, max_variants_default=32, confirm=False):
         "category_level": category_level,
         "gates": top_gates,
         "variants": [{k: v[k] for k in VARIANT_FIELDS} for v in variants],
-        "assignments": assign(names, hosts, spread),
+        "assignments": assign(names, hosts, spread, _placed(src, variants, paths, hosts)),
     }

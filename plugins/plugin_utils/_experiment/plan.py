@@ -13,6 +13,8 @@ nothing for it).
 
 from __future__ import annotations
 
+import uuid
+
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_fingerprint, server_requests, store
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment.load import load
 
@@ -42,6 +44,44 @@ def _host_lines(host, names, done, stale, retry):
     return lines
 
 
+def slots(experiment, todo):
+    """{host: [variant name, or None to stand by]}: TODO with the variants that span hosts (a server whose `nodes`
+    are two hosts or more) first, at the same position on every one of their nodes, then the others. The
+    play's hosts run their variants side by side, each at its own pace (Ansible keeps them in step only
+    while they run the same tasks): a group's nodes launch together only while they have run the same
+    variants before it, so the groups come first, and a node waits for the group's other nodes in a
+    stand-by slot (it runs nothing; its GPUs were proven free by the clean start or its last teardown)."""
+    spans = [v["name"] for v in experiment["variants"] if len(v["server"].get("nodes") or []) > 1]
+    order = spans + [v["name"] for v in experiment["variants"] if v["name"] not in spans]
+    out = {h: [] for h in todo}
+    for name in order:
+        hosts = [h for h in todo if name in todo[h]]
+        if name in spans and hosts:
+            width = max(len(out[h]) for h in hosts)
+            for host in hosts:
+                out[host] += [None] * (width - len(out[host]))
+        for host in hosts:
+            out[host].append(name)
+    return out
+
+
+def _group_done(experiment, done_by_host):
+    """DONE_BY_HOST with each server that spans hosts done on every node exactly when it is done at rank 0, the
+    node that measures it (its record's topology names the nodes; the others' records only say where it was
+    measured), whether the variant set the nodes or the inventory did: a re-run runs it on all its nodes or none."""
+    out = {h: {n: r for n, r in d.items() if not r.get("measured_at")} for h, d in done_by_host.items()}
+    for variant in experiment["variants"]:
+        name = variant["name"]
+        for host in list(out):
+            nodes = ((out[host].get(name) or {}).get("topology") or {}).get("nodes") or []
+            if len(nodes) < 2 or nodes[0] != host:
+                continue
+            for node in nodes[1:]:
+                if node in out and name in experiment["assignments"].get(node, []):
+                    out[node][name] = out[host][name]
+    return out
+
+
 def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False, resume=True, resolve=None):
     """load()'s dict plus each variant's server_request (server_requests.py), todo,
     recorded, rerun, record_files, lines, results_dir and changed; with RESOLVE (host, server
@@ -68,9 +108,13 @@ def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False,
     found = {"recorded": {}, "stale": {}, "problems": []} if (fresh and check_mode) or not resume \
         else store.scan(results_dir, experiment)
     out = dict(experiment, todo={}, recorded={}, rerun={}, record_files={}, results_dir=str(results_dir))
+    done_by_host = _group_done(experiment, {
+        host: {n: r for n, r in found["recorded"].get(host, {}).items()
+               if r.get("outcome") == "ok" and (measured(r) or r.get("measured_at"))}
+        for host in experiment["assignments"]})
     for host, names in experiment["assignments"].items():
         same = found["recorded"].get(host, {})
-        done = {n: r for n, r in same.items() if r.get("outcome") == "ok" and measured(r)}
+        done = done_by_host[host]
         retry = {n: _why_again(r) for n, r in same.items() if n not in done}
         stale = found["stale"].get(host, {})
         out["todo"][host] = [n for n in names if n not in done]
@@ -78,6 +122,9 @@ def plan(path, hosts, results_dir, fresh=False, confirm=False, check_mode=False,
         out["rerun"][host] = [n for n in names if n in stale]
         out["record_files"][host] = {n: store.record_file(results_dir, host, n) for n in names}
         lines += _host_lines(host, names, done, stale, retry)
+    out["slots"] = slots(experiment, out["todo"])
+    # This run, for the group_barrier markers of variants that span hosts (an earlier run's never count).
+    out["run"] = uuid.uuid4().hex
     out["lines"] = lines + found["problems"]
     out["changed"] = bool(moved)
     return out

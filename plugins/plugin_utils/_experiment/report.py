@@ -44,11 +44,41 @@ def _record(experiment, host, name, raw):
     return rec
 
 
+def measured_elsewhere(raw):
+    """Whether RAW is the record of a node of rank >= 1 of a server that spans hosts: it ran, and rank 0
+    measured it (its own record holds the figures)."""
+    return raw.get("outcome") == "ok" and bool(raw.get("measured_at"))
+
+
 def _records(experiment, records_by_host):
-    """{host: {variant: record}} of the assigned variants that have a record, in the order run."""
+    """{host: {variant: record}} of the assigned variants that have a record of their own, in the order run."""
     return {host: {n: _record(experiment, host, n, records_by_host[host][n])
-                   for n in names if n in (records_by_host.get(host) or {})}
+                   for n in names if n in (records_by_host.get(host) or {})
+                   and not measured_elsewhere(records_by_host[host][n])}
             for host, names in experiment["assignments"].items()}
+
+
+def _nodes_of(records_by_host):
+    """{(host, variant)} of the records measured at another node (measured_elsewhere)."""
+    return {(host, name) for host, by_name in records_by_host.items() for name, raw in (by_name or {}).items()
+            if measured_elsewhere(raw)}
+
+
+def topology_notes(recs, every=False):
+    """One note per variant measured across hosts (with EVERY, when the experiment sets the topology, per
+    variant): its topology (the report's comparison is per host; a group is compared at its rank 0)."""
+    out = []
+    for host, by_name in sorted(recs.items()):
+        for name, rec in by_name.items():
+            topo = rec.get("topology") or {}
+            if not topo.get("nodes") or not (every or topo.get("nnodes", 1) > 1):
+                continue
+            shape = " ".join("%s%s" % (key[:2].upper(), topo[key]) for key in ("tp_size", "pp_size", "dp_size", "ep_size")
+                             if topo.get(key) and (key == "tp_size" or topo[key] > 1))
+            out.append("%s %s: %s%s (nnodes %d)%s" % (
+                host, name, shape + " on " if shape else "", ", ".join(topo["nodes"]), topo["nnodes"],
+                ", measured at rank 0" if topo["nnodes"] > 1 else ""))
+    return out
 
 
 def _groups(experiment, recs):
@@ -56,14 +86,20 @@ def _groups(experiment, recs):
         order = [v["name"] for v in experiment["variants"]]
         merged = {n: r for by_name in recs.values() for n, r in by_name.items()}
         return {spread_label(experiment): [merged[n] for n in order if n in merged]}
-    return {host: list(by_name.values()) for host, by_name in recs.items()}
+    # A host that only stood by or served as a node of rank >= 1 has nothing of its own to compare
+    # (while another host has).
+    some = any(recs.values())
+    return {host: list(by_name.values()) for host, by_name in recs.items() if by_name or not some}
 
 
-def failures(experiment, recs):
-    """'HOST VARIANT: ...' for each assigned variant that has no record or did not complete."""
+def failures(experiment, recs, elsewhere=frozenset()):
+    """'HOST VARIANT: ...' for each assigned variant that has no record or did not complete (ELSEWHERE: the
+    (host, variant) measured at another node, which are complete)."""
     out = []
     for host, names in experiment["assignments"].items():
         for name in names:
+            if (host, name) in elsewhere:
+                continue
             rec = recs[host].get(name)
             if rec is None:
                 out.append("%s %s: %s" % (host, name, NOT_RECORDED))
@@ -156,12 +192,15 @@ def build(experiment, records_by_host, dest_dir, title, check_mode=False, simula
     report = _compare.compare(_groups(experiment, recs), title, experiment["reference"], names, named=names,
                               category_level=experiment.get("category_level"))
     rows = gate_rows(experiment, recs)
-    report["failures"] = failures(experiment, recs)
+    report["failures"] = failures(experiment, recs, _nodes_of(json.loads(json.dumps(records_by_host or {}))))
     report["gates"] = rows
     report["gate_failures"] = [_gates.failure_text(r["host"], r["variant"], r) for r in rows if not r["passed"]]
     report["experiment"] = {k: experiment[k] for k in ("name", "file", "checksum", "reference", "spread",
                                                        "assignments")}
     report["notes"] = list(report.get("notes") or []) + _unmodelled.notes(experiment, simulator_models)
+    report["notes"] += topology_notes(recs, every=any(v["server"].get("nodes") for v in experiment["variants"]))
+    report["topology"] = {host: {n: r["topology"] for n, r in by_name.items() if r.get("topology")}
+                          for host, by_name in recs.items()}
     out = write_report(report, dest_dir, BASENAME, _markdown(experiment, rows), render_png, check_mode=check_mode)
     out["lines"] = _lines(report, rows, experiment["spread"]) + _compare.category_warning_lines(report)
     out["failures"] = list(report["failures"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import group as server_group
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import store
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.variant_lines import teardown_record
 
@@ -24,9 +25,11 @@ def pick(experiment: Mapping[str, Any], host: str, index: int, halt: str = "") -
     """The variant at position INDEX of HOST's list of variants to run (none past its end): `variant`,
     `run` (whether it is launched), `skipped` (its record when a halt keeps it from running, else None)
     and `record` (where a variant that runs starts: failed at stage launch, nothing measured yet)."""
-    todo = list((experiment.get("todo") or {}).get(host) or [])
+    # `slots`: the host's list with a stand-by (None) where a variant that spans hosts waits for its other
+    # nodes, so every node of a group reaches it at the same position (the play runs them in step).
+    todo = list((experiment.get("slots") or experiment.get("todo") or {}).get(host) or [])
     variant = None
-    if 0 <= index < len(todo):
+    if 0 <= index < len(todo) and todo[index] is not None:
         variant = next(v for v in experiment["variants"] if v["name"] == todo[index])
         # Its fingerprint on this host (its settings and the host's), which its record carries.
         variant = dict(variant, fingerprint=store.current_fingerprint(experiment, host, variant["name"]))
@@ -60,3 +63,34 @@ def close(record: Mapping[str, Any], variant: Mapping[str, Any], host: str, tear
         halt = "%s failed at stage %s and servers are kept, so the next variants were not launched" % (
             variant["name"], full.get("stage"))
     return {"record": full, "halt": halt}
+
+
+def measured(variant: Mapping[str, Any], server: Mapping[str, Any], runs: Any, host: str) -> dict:
+    """The record of a variant that ran (outcome ok): its benchmark run from RUNS (fleet_bench_runs) and its
+    topology (`nodes`, `nnodes` and the TP/PP/DP/EP sizes, _server/group.py topology). A node of rank >= 1 of a server that spans hosts measures
+    nothing (only rank 0 serves the API): its record says where it was measured (`measured_at`)."""
+    group = server.get("group") if isinstance(server.get("group"), Mapping) else None
+    nodes = list(group["nodes"]) if group else [host]
+    settings = dict(variant.get("server") or {})
+    settings.update({key: server[key] for key in ("tp_size", "extra_args") if server.get(key) is not None})
+    topology = server_group.topology(variant["engine"], dict(settings, nodes=nodes))
+    record = {"variant": variant["name"], "outcome": "ok", "stage": "done", "reason": "", "server": dict(server),
+              "topology": topology}
+    if group and group.get("rank"):
+        return dict(record, bench={}, measured_at=nodes[0])
+    return dict(record, bench=(runs or {})[variant["name"]])
+
+
+def measured_here(server: Mapping[str, Any]) -> bool:
+    """Whether this host measures its server: one host's, or rank 0 of a server that spans hosts."""
+    group = server.get("group") if isinstance(server.get("group"), Mapping) else None
+    return not group or not group.get("rank")
+
+
+def node_result(server: Mapping[str, Any], host: str) -> dict:
+    """What a playbook's per-host result adds on a node of rank >= 1 of a server that spans hosts: `at_rank_0`
+    (the node that measured it: the report leaves this host out) and its `line`; {} where this host measures."""
+    if measured_here(server):
+        return {}
+    rank_0 = server["group"]["nodes"][0]
+    return {"at_rank_0": rank_0, "line": "%s: node of the server at %s (rank 0), measured there" % (host, rank_0)}

@@ -67,3 +67,31 @@ def test_a_bad_group_fails_naming_it_and_the_host(files):
     out = run.stdout + run.stderr
     assert run.returncode != 0 and "GROUP" not in out, out
     assert "server_group: server group [a, b], host b: sglang_server_tp_size is 12 here and 16 on rank 0 (a)" in out, out
+
+
+REQUEST_PLAY = """
+- name: A variant that sets the nodes, planned before any _server_group fact
+  hosts: all
+  gather_facts: false
+  vars:
+    request: {engine: sglang, overrides: {nodes: [b, a], tp_size: 16}}
+  tasks:
+    - name: Show
+      ansible.builtin.debug:
+        msg: >-
+          GROUP {{ {'group': lookup('gpufleet.serving.server_group', 'sglang',
+                                    planned=lookup('gpufleet.serving.server_spec', request).group),
+                    'spec': lookup('gpufleet.serving.server_spec', request)} | to_json }}
+"""
+
+
+def test_nodes_a_request_sets_are_planned_by_the_spec_lookup_and_kept_by_the_group_lookup(files):
+    (files / "request.yml").write_text(REQUEST_PLAY)
+    (files / "plain.yml").write_text("all:\n  hosts:\n    a: {ansible_host: 10.0.0.1, sglang_server_model_path: /m}\n"
+                                     "    b: {ansible_host: 10.0.0.2, sglang_server_model_path: /m}\n")
+    run = run_playbook(files / "request.yml", {}, inventory=str(files / "plain.yml"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    got = shown(run)
+    assert (got["b"]["group"]["rank"], got["a"]["group"]["rank"], got["a"]["group"]["requested"]) == (0, 1, True)
+    assert got["a"]["spec"]["node"] == "a" and got["a"]["spec"]["dist_addr"] == "10.0.0.2"
+    assert got["a"]["group"]["gpus_per_node"] == 8

@@ -323,3 +323,29 @@ def test_a_huge_matrix_is_counted_not_built(tmp_path, confirm_large, words):
     with pytest.raises(InvalidInput) as info:
         ld.load(write(tmp_path, text), ["h1"])
     assert time.monotonic() - start < 2 and words in info.value.msg, info.value.msg
+
+
+TOPOLOGY = """\
+reference: tp8
+variants:
+  - {name: tp8, engine: %(sg)s, server: {nodes: [h1], tp_size: 8}}
+  - {name: tp16, engine: %(sg)s, server: {nodes: [h1, h2], tp_size: 16}}
+  - {name: other, engine: %(sg)s, server: {nodes: %(other)s, tp_size: 16}}
+"""
+
+
+@pytest.mark.parametrize("other, words", [
+    ("[h1, h3]", r":5: variants\[2\]\.server\.nodes: runs on h1, h3 and tp16 on h1, h2: every variant that spans "
+                 r"hosts needs the same hosts"),
+    ("[h1, h9]", r":5: variants\[2\]\.server\.nodes\[1\]: h9 is not a host of the play \(h1, h2, h3\)"),
+])
+def test_a_variant_nodes_must_be_play_hosts_and_every_group_the_same_hosts(tmp_path, other, words):
+    path = write(tmp_path, TOPOLOGY % {"sg": SG, "other": other})
+    with pytest.raises(InvalidInput, match=words):
+        ld.load(path, ["h1", "h2", "h3"])
+
+
+def test_a_variant_with_nodes_runs_on_those_hosts_only(tmp_path):
+    path = write(tmp_path, TOPOLOGY % {"sg": SG, "other": "[h2, h1]"})
+    assert ld.load(path, ["h1", "h2", "h3"])["assignments"] == {
+        "h1": ["tp8", "tp16", "other"], "h2": ["tp16", "other"], "h3": []}

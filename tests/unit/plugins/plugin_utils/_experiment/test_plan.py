@@ -42,3 +42,36 @@ def test_a_host_variable_that_changed_runs_the_variant_again(experiment, kit, tm
     again = plan(exp["file"], ["h1"], str(tmp_path), resolve=resolve)
     assert again["recorded"] == {"h1": []} and again["rerun"] == {"h1": ["base"]}
     assert "base" in again["todo"]["h1"]
+
+
+TOPOLOGY = """\
+reference: tp8
+variants:
+  - {name: tp8, engine: sglang, server: {nodes: [h1], tp_size: 8}}
+  - {name: tp16, engine: sglang, server: {nodes: [h1, h2], tp_size: 16}}
+  - {name: free, engine: sglang}
+"""
+
+
+def test_a_variant_runs_on_its_nodes_and_a_group_comes_first_at_one_position(kit, tmp_path):
+    path = tmp_path / "topo.experiment.yml"
+    path.write_text(TOPOLOGY)
+    out = plan(str(path), ["h1", "h2", "h3"], str(tmp_path))
+    assert out["assignments"] == {"h1": ["tp8", "tp16", "free"], "h2": ["tp16", "free"], "h3": ["free"]}
+    # The group first on both nodes, then each host's own variants; h3 has no part in the group.
+    assert out["slots"] == {"h1": ["tp16", "tp8", "free"], "h2": ["tp16", "free"], "h3": ["free"]}
+
+
+def test_a_group_is_done_on_every_node_when_rank_0_measured_it(kit, tmp_path):
+    path = tmp_path / "topo.experiment.yml"
+    path.write_text(TOPOLOGY)
+    exp = plan(str(path), ["h1", "h2"], str(tmp_path))
+    kit.save(tmp_path, dict(kit.record(exp, "h1", "tp16", kit.level(1, 60.0)), topology={"nodes": ["h1", "h2"]}))
+    kit.save(tmp_path, dict(kit.record(exp, "h2", "tp16"), bench={}, measured_at="h1"))
+    out = plan(str(path), ["h1", "h2"], str(tmp_path))
+    assert out["todo"] == {"h1": ["tp8", "free"], "h2": ["free"]}
+    assert out["slots"] == {"h1": ["tp8", "free"], "h2": ["free"]}
+    # Rank 0's record gone: the group runs again on both nodes, whatever the other node recorded.
+    (tmp_path / "records" / "h1" / "tp16.json").unlink()
+    again = plan(str(path), ["h1", "h2"], str(tmp_path))
+    assert again["todo"] == {"h1": ["tp8", "tp16", "free"], "h2": ["tp16", "free"]}

@@ -120,3 +120,26 @@ def test_names_are_shown_as_text_and_kept_exact_in_the_json(kit, tmp_path):
     assert page.count("<h1>") == 1 and "<h1>T | &lt;h1&gt;</h1>" in page and "h|1 &lt;i&gt;" in page and "&lt;script&gt;x&lt;/script&gt; | exited" in page
     data = json.loads((tmp_path / "rep" / "experiment.json").read_text())
     assert sorted(data["hosts"][host]) == sorted(HOSTILE) and data["reference"] == HOSTILE[0]
+
+
+def test_a_group_is_reported_at_rank_0_with_its_topology(kit, tmp_path):
+    path = tmp_path / "topo.experiment.yml"
+    path.write_text("reference: tp8\nvariants:\n"
+                    "  - {name: tp8, engine: sglang, server: {nodes: [h1], tp_size: 8}}\n"
+                    "  - {name: tp16, engine: sglang, server: {nodes: [h1, h2], tp_size: 16}}\n")
+    exp = ld.load(path, ["h1", "h2"])
+    recs = {"h1": {"tp8": dict(kit.record(exp, "h1", "tp8", kit.level(1, 60.0)),
+                               topology={"nodes": ["h1"], "nnodes": 1, "tp_size": 8}),
+                   "tp16": dict(kit.record(exp, "h1", "tp16", kit.level(1, 90.0)),
+                                topology={"nodes": ["h1", "h2"], "nnodes": 2, "tp_size": 16, "pp_size": 2, "dp_size": 1})},
+            "h2": {"tp16": dict(kit.record(exp, "h2", "tp16"), bench={}, measured_at="h1")}}
+    out = rp.build(exp, recs, str(tmp_path / "rep"), "T")
+    data = json.loads((tmp_path / "rep" / "experiment.json").read_text())
+    assert out["failures"] == [] and list(data["hosts"]) == ["h1"]
+    assert data["hosts"]["h1"]["tp16"]["ratio"]["single_stream"] == 1.5
+    assert data["topology"] == {"h1": {"tp8": {"nodes": ["h1"], "nnodes": 1, "tp_size": 8},
+                                       "tp16": {"nodes": ["h1", "h2"], "nnodes": 2, "tp_size": 16, "pp_size": 2, "dp_size": 1}},
+                                "h2": {}}
+    assert "h1 tp8: TP8 on h1 (nnodes 1)" in data["notes"]
+    # sizes above 1 are named beside TP
+    assert "h1 tp16: TP16 PP2 on h1, h2 (nnodes 2), measured at rank 0" in data["notes"]

@@ -67,3 +67,33 @@ def test_a_failure_with_kept_servers_halts_the_host_and_a_halt_stays():
     assert closed["record"]["teardown"]["kept"] is True
     assert vs.close(failed, VARIANTS[1], "h1", halt="earlier")["halt"] == "earlier"
     assert vs.close(dict(failed, outcome="ok"), VARIANTS[1], "h1", kept=True)["halt"] == ""
+
+
+def test_a_stand_by_slot_runs_nothing_and_the_group_comes_at_the_same_position():
+    experiment = dict(EXPERIMENT, slots={"h1": ["b", "a"], "h2": ["b", None]})
+    assert vs.pick(experiment, "h2", 0)["variant"]["name"] == "b" and vs.pick(experiment, "h1", 0)["run"]
+    stand_by = vs.pick(experiment, "h2", 1)
+    assert stand_by["variant"] is None and not stand_by["run"] and stand_by["skipped"] is None
+
+
+GROUP = {"nodes": ["h1", "h2"], "rank": 0, "node": "h1"}
+
+
+def test_a_group_is_measured_at_rank_0_and_its_other_nodes_say_where():
+    variant = dict(VARIANTS[0], server={"tp_size": 16})
+    runs = {"a": {"levels": [{"concurrency": 1}]}}
+    at_0 = vs.measured(variant, {"group": GROUP}, runs, "h1")
+    assert at_0["bench"] == runs["a"] and "measured_at" not in at_0
+    assert at_0["topology"] == {"nodes": ["h1", "h2"], "nnodes": 2, "tp_size": 16, "pp_size": 1, "dp_size": 1, "ep_size": 1}
+    # the sizes are the launched server's (the server_spec dict), as the engine reads its extra_args
+    piped = vs.measured(variant, {"group": GROUP, "tp_size": 8, "extra_args": ["--pp-size", "2"]}, runs, "h1")
+    assert (piped["topology"]["tp_size"], piped["topology"]["pp_size"]) == (8, 2)
+    at_1 = vs.measured(variant, {"group": dict(GROUP, rank=1, node="h2")}, {}, "h2")
+    assert (at_1["outcome"], at_1["bench"], at_1["measured_at"]) == ("ok", {}, "h1")
+    alone = vs.measured(dict(VARIANTS[0], server={}), {"group": None}, runs, "h3")
+    assert alone["topology"] == {"nodes": ["h3"], "nnodes": 1, "tp_size": 1, "pp_size": 1, "dp_size": 1, "ep_size": 1}
+    assert vs.measured_here({"group": None}) and vs.measured_here({"group": GROUP})
+    assert not vs.measured_here({"group": dict(GROUP, rank=1)})
+    assert vs.node_result({"group": GROUP}, "h1") == {}
+    assert vs.node_result({"group": dict(GROUP, rank=1)}, "h2") == {
+        "at_rank_0": "h1", "line": "h2: node of the server at h1 (rank 0), measured there"}

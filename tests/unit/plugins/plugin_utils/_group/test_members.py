@@ -37,3 +37,12 @@ def test_a_group_that_disagrees_is_refused_naming_the_group_and_the_host():
     with pytest.raises(InvalidInput) as err:
         plan_for("sglang", "a", ["a", "b"], hostvars(b={"sglang_server_tp_size": 8}), lambda v: v)
     assert err.value.msg.startswith("server group [a, b], host b: sglang_server_tp_size is 8 here and 16 on rank 0")
+
+
+def test_a_request_sets_every_node_alike():
+    # An experiment variant's topology: nodes and sizes the hosts' variables do not have, the same on each node.
+    plain = {h: {"sglang_server_model_path": "/m", "ansible_host": "10.0.0.%d" % i} for i, h in enumerate("ab", 1)}
+    request = {"engine": "sglang", "overrides": {"nodes": ["b", "a"], "tp_size": 16}}
+    got = plan_for("sglang", "a", ["b", "a"], plain, lambda v: v, request)
+    assert (got["rank"], got["dist_addr"], got["gpus_per_node"]) == (1, "10.0.0.2", 8)
+    assert plan_for("sglang", "a", ["a", "b"], plain, lambda v: v) == {}
