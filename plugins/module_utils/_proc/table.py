@@ -278,6 +278,10 @@ class ProcTable(Mapping):
         self._infos[pid] = info
         return info
 
+    def known(self, pid: int) -> ProcInfo | None:
+        """The record of `pid` if it was looked up already (nothing is read), else None."""
+        return self._infos.get(pid)
+
     def _fill(self):
         if not self._complete:
             for pid in self._pids:
@@ -339,6 +343,13 @@ def command_lines(table: Mapping) -> Any:
     if isinstance(table, ProcTable):
         return table.cmdlines()
     return [(pid, info.cmdline) for pid, info in table.items() if info.argv]
+
+
+def record_if_read(table: Mapping, pid: int) -> ProcInfo | None:
+    """`pid`'s record where it costs no read of /proc (a ProcTable's looked-up ones), else None."""
+    if isinstance(table, ProcTable):
+        return table.known(pid)
+    return table.get(pid)
 
 
 class Subtree(Set):
