@@ -10,8 +10,10 @@ fd tables are larger), then, alternately for --runs rounds:
 
   new        Releaser.run() of plugins/module_utils (patterns sglang, all GPUs, nothing matches,
              every GPU free): the module's own `elapsed`, without Ansible and interpreter start;
-  stat       the floor: one pass over /proc reading each process's /proc/PID/stat once;
-  stat+cmd   the floor of a pattern match: each process's stat and cmdline read once;
+  stat       one pass over /proc reading each process's /proc/PID/stat once;
+  cmdline    the floor of a pattern match: each process's /proc/PID/cmdline read once (what
+             the module's no-op reads of every process);
+  stat+cmd   each process's stat and cmdline read once (a full snapshot's reads);
   old        the /proc work the release of commit 714fba8 did for the same no-op, re-implemented
              here as it was: three snapshots through psutil.process_iter (plan, sweep rescan,
              report) each with a scan of every process's fds and maps, plus one more scan for
@@ -194,10 +196,11 @@ def inner(args):
             baseline.noop(devices)
         if args.profile:
             return profile(devices)
-        times = {"new": [], "stat": [], "stat_cmdline": [], "old": [], "baseline": []}
+        times = {"new": [], "stat": [], "cmdline": [], "stat_cmdline": [], "old": [], "baseline": []}
         for unused in range(args.runs):
             times["new"].append(new_noop(devices))
             times["stat"].append(floor_pass(["stat"]))
+            times["cmdline"].append(floor_pass(["cmdline"]))
             times["stat_cmdline"].append(floor_pass(["stat", "cmdline"]))
             if not args.no_old:
                 times["old"].append(old_noop(devices))
@@ -208,8 +211,10 @@ def inner(args):
         out = {"processes": count, "kind": args.kind, "runs": args.runs,
                "new_module_s": _figures(times["new"]),
                "stat_floor_s": _figures(times["stat"]),
+               "cmdline_floor_s": _figures(times["cmdline"]),
                "stat_cmdline_floor_s": _figures(times["stat_cmdline"]),
                "ratio_new_over_stat": round(med["new"] / med["stat"], 2),
+               "ratio_new_over_cmdline": round(med["new"] / med["cmdline"], 2),
                "ratio_new_over_stat_cmdline": round(med["new"] / med["stat_cmdline"], 2)}
         if times["old"]:
             out.update({"old_scan_s": _figures(times["old"]), "ratio_old_over_new": round(med["old"] / med["new"], 1)})

@@ -41,6 +41,7 @@ import stat
 from typing import Any
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import bounded_fs
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 
 DEFAULT_DEVICES = "/dev"
 DEVICES_ENV = "GPUFLEET_NVIDIA_DEVICES"
@@ -161,7 +162,9 @@ def scan(devices: str, proc_root: str = "/proc", pids: Any = None, fds: bool = T
     """Scan processes' fds and memory maps for the device files.
 
     `pids`: only these (default: every visible process); `table`: their
-    snapshot, which says who is a zombie (else /proc/PID/stat is read).
+    snapshot, which says who is a zombie (else /proc/PID/stat is read: on a
+    cmdline-only table, for the processes not looked up yet, which costs one
+    read where a lookup costs two).
     With `maps_all` false the maps are read only for processes that have a
     device file open (every CUDA process keeps its device fds open) and for
     those in `also`: the cheap scan for a host with thousands of processes.
@@ -172,7 +175,7 @@ def scan(devices: str, proc_root: str = "/proc", pids: Any = None, fds: bool = T
         pids = [int(e) for e in _listdir(proc_root) if e.isdigit()]
     also = set(also)
     for pid in pids:
-        info = table.get(pid) if table is not None else None
+        info = _proctable.record_if_read(table, pid) if table is not None else None
         if info is not None and info.is_kernel_thread:
             continue
         for base in _bases(proc_root, pid, info):

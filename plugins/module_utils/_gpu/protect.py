@@ -35,7 +35,7 @@ from typing import Any
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import bounded_fs
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ansible_runs import ansible_pids
-from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ancestors, descendants
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import Subtree, ancestors
 
 # GPU system daemons, by the base name of their executable.
 # Killing them breaks monitoring, MPS clients, the fabric or the desktop.
@@ -133,8 +133,9 @@ class Protection:
         self.extra = list(extra_regexes)
         self.exe_trusted = exe_trusted
         self.lineage = set(ancestors(table, own_pid)) | {own_pid}
-        # Our own helpers (the bounded NVML child) hold the device files too.
-        self.own_tree = descendants(table, [own_pid]) | {own_pid}
+        # Our own helpers (the bounded NVML child) hold the device files too. A set asked one
+        # PID at a time: on a cmdline-only table it reads only the asked PIDs' ancestry.
+        self.own_tree = Subtree(table, own_pid)
         # Copies of a command that runs us (ansible's forks for other hosts carry the
         # same command line as the ansible process above us): {cmdline: owners' UIDs}.
         # The command line alone proves nothing (anyone may title a process

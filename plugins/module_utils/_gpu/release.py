@@ -99,7 +99,10 @@ class Plan:
         self.skipped_trees = []
         self.tree_minors = set()  # GPUs the released trees sit on (verified too)
         selected = set(minors or ())
-        hits = {pid for pid, info in table.items() if info.argv and matches_any(regexes, info.cmdline)}
+        # Candidates by the command line the pass read; kept when the record looked up now (its
+        # stat and a fresh cmdline, the process pinned by its start time) still matches.
+        hits = {pid for pid, cmdline in _proctable.command_lines(table) if matches_any(regexes, cmdline)}
+        hits = {pid for pid in hits if pid in table and table[pid].argv and matches_any(regexes, table[pid].cmdline)}
         matched = {pid for pid in hits if not protection.reason(pid)}
         # Ansible's own processes whose command line carries a pattern (`ansible -a 'patterns=...'`,
         # ansible-runner, a forked worker): spared, and reported, so that a match nobody was
@@ -221,7 +224,7 @@ class Releaser:
 
     def _new_plan(self):
         scope = self.scope
-        table = _proctable.snapshot()
+        table = _proctable.cmdline_snapshot()
         self._bounded_match(table)
         self.mps_servers.note(table)
         protection = Protection(table, os.getpid(), self.extra_protect)
@@ -237,7 +240,7 @@ class Releaser:
         if self.matcher is None:
             self.matcher = BoundedMatcher(compile_patterns(self.opts.patterns, self.opts.force_broad)
                                           + list(self.extra_protect))
-        self.matcher.check([info.cmdline for info in table.values() if info.argv], self.deadline)
+        self.matcher.check([cmdline for _pid, cmdline in _proctable.command_lines(table)], self.deadline)
 
     # -- the run -----------------------------------------------------------
     def run(self) -> dict:

@@ -7,6 +7,11 @@ The snapshot reads the cheap facts of every process straight from /proc
 (one read of /proc/PID/stat and one of /proc/PID/cmdline); the owner's name,
 the executable and the environment are read only for the few processes that
 need them (lazily), so a host with thousands of idle processes costs little.
+
+`cmdline_snapshot` reads less still: each process's cmdline only, which is what
+matching patterns needs; a process's stat (parent, start time, state) is read
+when that process is first looked up (a match, a GPU holder, an ancestor), and
+every process's only when a whole-table question is asked (`values`, `items`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from __future__ import annotations
 import os
 import pwd
 import sys
-from typing import Any
+import time
+from collections.abc import Mapping, Set
+from typing import Any, Iterator
 
 try:
     import psutil
@@ -232,6 +239,145 @@ def snapshot(proc_root: Any = PROC) -> dict:
             if info is not None:
                 table[info.pid] = info
     return table
+
+
+class ProcTable(Mapping):
+    """{pid: ProcInfo} of one pass that read each process's cmdline only.
+
+    Keys are the processes the pass saw. A record is built on first lookup from
+    the process's stat and a fresh read of its cmdline (the record's own facts,
+    read in the same order as `snapshot` reads them), and only when that process
+    started before the pass ended: a PID taken by a new process since is not the
+    process the pass saw, so it counts as gone (PID reuse).
+    """
+
+    def __init__(self, proc_root: Any = PROC) -> None:
+        self.proc_root = proc_root
+        self.boot = _boot_time()
+        self._infos = {}
+        self._gone = set()
+        self._complete = False
+        self._cmdlines, self._pids = _read_cmdlines(proc_root)
+        # Start times are in clock ticks since boot; a process that started later is another one.
+        self._latest_start = time.clock_gettime(time.CLOCK_BOOTTIME) * CLOCK_TICKS + 1
+
+    def cmdlines(self) -> Any:
+        """(pid, cmdline) of every process with a command line, as the pass read them."""
+        return self._cmdlines.items()
+
+    def __getitem__(self, pid: int) -> ProcInfo:
+        info = self._infos.get(pid)
+        if info is not None:
+            return info
+        if pid in self._gone or pid not in self._pids:
+            raise KeyError(pid)
+        info = _read_one(pid, self.boot, "%s/%d/" % (self.proc_root, pid), self.proc_root)
+        if info is None or (info.create_time - self.boot) * CLOCK_TICKS > self._latest_start:
+            self._gone.add(pid)
+            raise KeyError(pid)
+        self._infos[pid] = info
+        return info
+
+    def known(self, pid: int) -> ProcInfo | None:
+        """The record of `pid` if it was looked up already (nothing is read), else None."""
+        return self._infos.get(pid)
+
+    def _fill(self):
+        if not self._complete:
+            for pid in self._pids:
+                self.get(pid)
+            self._complete = True
+
+    def __iter__(self) -> Iterator[int]:
+        if self._complete:
+            return iter(self._infos)
+        return (pid for pid in self._pids if pid not in self._gone)
+
+    def __len__(self) -> int:
+        return len(self._infos) if self._complete else len(self._pids) - len(self._gone)
+
+    def values(self) -> Any:
+        self._fill()
+        return self._infos.values()
+
+    def items(self) -> Any:
+        self._fill()
+        return self._infos.items()
+
+
+def _read_cmdlines(proc_root):
+    """({pid: cmdline} of processes with a command line, {every pid seen}) in one pass, one file each."""
+    cmdlines, pids = {}, set()
+    read, close, fs_encoding, fs_errors = os.read, os.close, _FS_ENCODING, _FS_ERRORS
+    for entry in os.listdir(proc_root):
+        if not entry.isdigit():
+            continue
+        try:
+            fd = os.open("%s/%s/cmdline" % (proc_root, entry), os.O_RDONLY)
+            try:
+                data = read(fd, 4096)
+                if len(data) == 4096:
+                    chunks = [data]
+                    while len(chunks[-1]):
+                        chunks.append(read(fd, 65536))
+                    data = b"".join(chunks)
+            finally:
+                close(fd)
+        except OSError:
+            continue  # gone
+        pid = int(entry)
+        pids.add(pid)
+        if data:  # empty for kernel threads and zombies: no argv, nothing to match
+            # ProcInfo.cmdline of _argv(data): NULs (and a trailing one) as blanks, stripped.
+            cmdlines[pid] = data.decode(fs_encoding, fs_errors).replace("\0", " ").strip()
+    return cmdlines, pids
+
+
+def cmdline_snapshot(proc_root: Any = PROC) -> ProcTable:
+    """The processes visible now, each read from its cmdline alone until looked up (ProcTable)."""
+    return ProcTable(proc_root)
+
+
+def command_lines(table: Mapping) -> Any:
+    """(pid, cmdline) of each process of `table` that has a command line."""
+    if isinstance(table, ProcTable):
+        return table.cmdlines()
+    return [(pid, info.cmdline) for pid, info in table.items() if info.argv]
+
+
+def record_if_read(table: Mapping, pid: int) -> ProcInfo | None:
+    """`pid`'s record where it costs no read of /proc (a ProcTable's looked-up ones), else None."""
+    if isinstance(table, ProcTable):
+        return table.known(pid)
+    return table.get(pid)
+
+
+class Subtree(Set):
+    """`root` and its descendants in `table`, asked one PID at a time.
+
+    Membership walks the asked PID's ancestors (a few lookups), so a ProcTable
+    reads no other process's stat; iterating it reads the whole table.
+    """
+
+    def __init__(self, table: Mapping, root: int) -> None:
+        self.table = table
+        self.root = root
+        self._known = {root: True}
+
+    @classmethod
+    def _from_iterable(cls, it):
+        return set(it)
+
+    def __contains__(self, pid: object) -> bool:
+        if pid not in self._known:
+            self._known[pid] = self.root in ancestors(self.table, pid)
+        return self._known[pid]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(descendants(self.table, [self.root]) | {self.root})
+
+    def __len__(self) -> int:
+        return len(descendants(self.table, [self.root])) + 1
 
 
 def children_map(table: dict) -> dict:

@@ -38,7 +38,7 @@ def main(root, control=False):
             signal.pause()
     os.close(wfd)
     assert os.read(rfd, 16) == b"ready\n"
-    real = _proctable.snapshot
+    real = _proctable.cmdline_snapshot
 
     def reused_snapshot():
         table = real()
@@ -46,7 +46,7 @@ def main(root, control=False):
             table[child].create_time -= 5.0  # the scan saw an older process under this PID
         return table
 
-    _release._proctable.snapshot = reused_snapshot
+    _release._proctable.cmdline_snapshot = reused_snapshot
     try:
         opts = _release.ReleaseOptions(patterns=["sglang::"], gpus="all", sweep=True, protect=[],
                                        term_timeout=0.2, timeout=5, max_used_mib=0, devices=None,

@@ -12,6 +12,8 @@ import stat
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import holders
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import bounded_fs
+from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
 from tests.support import procfs
 from tests.support.polling import poll
 
@@ -223,14 +225,22 @@ ctypes.CDLL(None).syscall(60 if os.uname().machine == "x86_64" else 93, 0)  # SY
 """
 
 
-def test_a_thread_group_whose_leader_exited_is_read_per_thread(devices, own_procs):
-    """The leader is a zombie with empty maps and fds; another thread holds GPU 1."""
+@pytest.mark.parametrize("table_of", [None, _proctable.snapshot, _proctable.cmdline_snapshot])
+def test_a_thread_group_whose_leader_exited_is_read_per_thread(devices, own_procs, table_of):
+    """The leader is a zombie with empty maps and fds; another thread holds GPU 1. Told by
+    /proc/PID/stat, or by the snapshot's record; a cmdline-only table is not made to look it up."""
     proc = own_procs.python(LEADER_EXITS, devices)
     assert proc.stdout.readline().strip() == "ready"
 
     poll(lambda: procfs.zombie(proc.pid), 10, 0.02, "the leader thread to exit")
     with open("/proc/%d/maps" % proc.pid) as handle:
         assert handle.read() == ""  # the leader's own view is empty
-    found = holders.scan(devices)
+    table = table_of() if table_of else None
+    try:
+        found = holders.scan(devices, pids=[proc.pid], table=table)
+    finally:
+        bounded_fs.close()  # a helper the scan may fork for a renamed file's stat (Releaser.run closes it too)
     assert found.gpus[proc.pid] == {1}
     assert found.opened[proc.pid] == {1}
+    if table_of is _proctable.cmdline_snapshot:
+        assert table.known(proc.pid) is None

@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import In
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu import release
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import ENGINE_PATTERNS
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
+from tests.support import fake_proc
 
 
 def test_eperm_message_for_a_non_root_user_says_become(monkeypatch):
@@ -112,3 +113,52 @@ def test_report_scans_every_fd_only_when_something_held_or_happened(quiet, befor
     gpus = releaser._gpu_report([_gpu_record(before_mib)], [_gpu_record(after_mib)], Plan())  # pylint: disable=protected-access
     assert calls == [False] * scans
     assert [h["pid"] for h in gpus[0]["holders"]] == [77] * scans
+
+
+class _NoHoldings:  # the parts of a _scope.Holdings that Plan reads: nothing holds a GPU
+    gpu_map = None
+
+    def held(self, pid):
+        return set()
+
+    def holders_of(self, minors, scan_all):
+        return set()
+
+
+def _plan_on(root, own_pid=999):
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import compile_patterns
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.protect import Protection
+    from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
+    table = _proctable.cmdline_snapshot(str(root))
+    yield table
+    opts = release.ReleaseOptions(sweep=True, sweep_users=[])
+    yield release.Plan(table, Protection(table, own_pid, exe_trusted=lambda info: False),
+                       compile_patterns(["sglang::"], False), [0], opts, _NoHoldings())
+
+
+def test_noop_plan_reads_only_command_lines(tmp_path, monkeypatch):
+    """Nothing matches: no process's stat is read, whatever the host runs."""
+    from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as _proctable
+    for pid in range(10, 60):
+        fake_proc.write(tmp_path, pid, 1, b"sleep\x003600\x00")
+    opened = fake_proc.record_opens(monkeypatch, _proctable.os, tmp_path)
+    steps = _plan_on(tmp_path)
+    next(steps)
+    plan = next(steps)
+    assert not plan.pattern and not plan.sweep
+    assert sorted(opened) == sorted("%d/cmdline" % pid for pid in range(10, 60))
+
+
+def test_plan_matches_the_record_looked_up_not_the_pass(tmp_path):
+    """A match of the pass whose process exec'd (or whose PID was taken) before its record was
+    read is judged by the record: the process that would be signalled."""
+    fake_proc.write(tmp_path, 1, 0, b"init")
+    fake_proc.write(tmp_path, 10, 1, b"sglang::scheduler_TP0")
+    fake_proc.write(tmp_path, 11, 10, b"worker", session=10)  # a descendant of a match
+    fake_proc.write(tmp_path, 20, 1, b"sglang::scheduler_TP1")
+    fake_proc.write(tmp_path, 30, 1, b"sleep")
+    steps = _plan_on(tmp_path)
+    next(steps)
+    fake_proc.write(tmp_path, 20, 1, b"bash")  # exec'd after the pass
+    plan = next(steps)
+    assert plan.pattern == {10: "pattern", 11: "descendant"}

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc import table as pt
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
+from tests.support import fake_proc
 
 
 def table_of(edges):
@@ -185,3 +187,93 @@ def test_snapshot_reads_stat_and_cmdline_only(tmp_path, monkeypatch):
     assert table[10].argv == ["sleep", "3600"] and table[10].ppid == 1 and table[10].status == "sleeping"
     assert table[10].create_time == pytest.approx(500.0 / pt.CLOCK_TICKS + pt._boot_time())
     assert table[11].argv == [] and table[11].is_kernel_thread and table[11].name == "kworker/0:1"
+
+
+# ---- cmdline_snapshot: one file per process, each stat read on lookup ----------------------
+
+def test_cmdline_snapshot_reads_one_file_per_process_and_stat_on_lookup(tmp_path, monkeypatch):
+    fake_proc.write(tmp_path, 10, 1, b"sleep\x003600\x00", comm="sleep")
+    fake_proc.write(tmp_path, 11, 0, b"", comm="kworker/0:1", flags=pt.PF_KTHREAD)
+    fake_proc.write(tmp_path, 12, 10, b"sglang::scheduler_TP0" + b" " * 20)
+    (tmp_path / "self").mkdir()
+    opened = fake_proc.record_opens(monkeypatch, pt.os, tmp_path)
+    table = pt.cmdline_snapshot(str(tmp_path))
+    assert sorted(opened) == ["10/cmdline", "11/cmdline", "12/cmdline"]
+    # A kernel thread has no command line: a process of the table, nothing to match.
+    assert sorted(pt.command_lines(table)) == [(10, "sleep 3600"), (12, "sglang::scheduler_TP0")]
+    assert sorted(table) == [10, 11, 12] and len(table) == 3
+    del opened[:]
+    info = table[12]  # the record: its stat, and its cmdline read again with it
+    assert opened == ["12/stat", "12/cmdline"]
+    assert info.ppid == 10 and info.cmdline == "sglang::scheduler_TP0" and info.status == "sleeping"
+    assert info.create_time == pytest.approx(500.0 / pt.CLOCK_TICKS + table.boot)
+    assert table[12] is info and opened == ["12/stat", "12/cmdline"]  # once
+    assert pt.ancestors(table, 12) == [10, 1]
+    assert opened == ["12/stat", "12/cmdline", "10/stat", "10/cmdline"]  # 1 is not in this table
+    assert sorted(p for p, i in table.items()) == [10, 11, 12] and table[11].is_kernel_thread
+
+
+@pytest.mark.parametrize("data", [
+    b"sleep\x003600\x00",
+    b"sglang::scheduler_TP0   ",  # setproctitle: one blank-separated title, padded
+    b"a\x00\x00",
+    b"\x00",  # an argv of one empty string: a command line, empty
+    b"x\xff\x00y \x00",  # not UTF-8: decoded as os.fsdecode would
+    b"python\x00-c\x00" + b"x" * 9000 + b"\x00",  # longer than one read
+])
+def test_cmdline_snapshot_gives_the_records_cmdline(tmp_path, data):
+    fake_proc.write(tmp_path, 10, 1, data)
+    table = pt.cmdline_snapshot(str(tmp_path))
+    assert dict(pt.command_lines(table)) == {10: table[10].cmdline}
+    assert table[10].argv
+
+
+def test_cmdline_snapshot_drops_a_pid_taken_by_a_newer_process(tmp_path):
+    """A PID whose process started after the pass is not the process the pass read: absent."""
+    fake_proc.write(tmp_path, 10, 1, b"sglang::scheduler_TP0")
+    fake_proc.write(tmp_path, 11, 1, b"sglang::scheduler_TP1")
+    fake_proc.write(tmp_path, 12, 1, b"sleep")
+    table = pt.cmdline_snapshot(str(tmp_path))
+    now_ticks = int(time.clock_gettime(time.CLOCK_BOOTTIME) * pt.CLOCK_TICKS)
+    fake_proc.write(tmp_path, 10, 1, b"sglang::scheduler_TP0", start=now_ticks + 10 * pt.CLOCK_TICKS)
+    os.remove(str(tmp_path / "11" / "stat"))  # gone
+    assert 10 not in table and 11 not in table and table.get(10) is None
+    with pytest.raises(KeyError):
+        table[11]  # pylint: disable=pointless-statement
+    assert sorted(table) == [12] and len(table) == 1
+    assert sorted(table.values(), key=lambda i: i.pid)[0].pid == 12
+
+
+@pytest.fixture
+def fake_tree(tmp_path):
+    for pid, ppid in {1: 0, 10: 1, 11: 10, 12: 11, 13: 10, 20: 1, 21: 20, 30: 1}.items():
+        fake_proc.write(tmp_path, pid, ppid, b"p%d" % pid)
+    return pt.cmdline_snapshot(str(tmp_path))
+
+
+@pytest.mark.parametrize("root", [1, 10, 11, 12, 20, 999])
+def test_subtree_is_the_root_and_its_descendants(fake_tree, root):
+    expected = (pt.descendants(TREE, [root]) | {root})
+    for table in (TREE, fake_tree):
+        tree = pt.Subtree(table, root)
+        assert {pid for pid in list(TREE) + [999] if pid in tree} == expected
+        assert {10, 11, 12, 13, 20, 21, 30, 999} - tree == {10, 11, 12, 13, 20, 21, 30, 999} - expected
+        assert tree == expected and len(tree) == len(expected)
+
+
+def test_subtree_membership_reads_only_the_asked_ancestry(tmp_path, monkeypatch, fake_tree):
+    opened = fake_proc.record_opens(monkeypatch, pt.os, tmp_path)
+    tree = pt.Subtree(fake_tree, 10)
+    assert 12 in tree and 21 not in tree
+    assert sorted({p.split("/")[0] for p in opened}) == ["1", "10", "11", "12", "20", "21"]
+
+
+def test_cmdline_snapshot_of_the_real_tree(real_tree):
+    table, full = pt.cmdline_snapshot(), pt.snapshot()
+    parent = real_tree["parent"]
+    assert pt.descendants(table, [parent]) == pt.descendants(full, [parent]) == {
+        real_tree["mid"], real_tree["leaf"], real_tree["grandchild"]}
+    assert real_tree["grandchild"] in pt.Subtree(table, os.getpid())
+    lines = dict(pt.command_lines(table))
+    assert lines[parent] == full[parent].cmdline == table[parent].cmdline
+    assert table[os.getpid()].create_time == full[os.getpid()].create_time
