@@ -21,7 +21,7 @@ description:
   - Fewer than two O(nodes) (a server on one host) is no group: nothing is written or waited for.
   - Fails, naming the nodes that did not come, after O(timeout) seconds; at once, naming them and why, where they left
     the run with O(leave).
-  - With O(leave), this node leaves the run (it halted and launches nothing more): nothing is waited for, and any node
+  - With O(leave), this node leaves the run (it halted and launches nothing more); nothing is waited for, and any node
     waiting for it at any step fails at once.
 author:
   - gpufleet.serving maintainers (@gpufleet)
