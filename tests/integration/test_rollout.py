@@ -11,6 +11,8 @@ swap_to_eagle.yml relaunches one host at a time:
   and put back once healthy: 0 failed requests, 0 broken streams, never fewer than 2 healthy
   workers in the router;
 - swap_to_base.yml back the same way under the shipped probe (rollout_probe): its report says 0 lost;
+- an experiment.yml of 2 variants the same way (host by host, each host's server out of the router
+  before its variants and back after them) under the shipped probe: 0 lost, never fewer than 2 healthy;
 - then swap_to_eagle.yml on one host without router_url: the router keeps sending requests to the
   server being stopped, and the client sees them fail;
 - then the refusals, each leaving the host serving and in the router: a removal below
@@ -47,6 +49,7 @@ CLIENTS = 8
 TOKENS = 200  # about 1.8 s a request on the simulated fleet (0.9 s at 100 tokens)
 SHORT_BENCH = {"swap_bench_levels": [1], "swap_bench_requests_per_level": 2, "swap_bench_warmup_requests": 0,
                "swap_bench_input_len": 32, "swap_bench_output_len": 16}
+SHORT_EXPERIMENT_BENCH = {"levels": [1], "requests_per_level": 2, "warmup_requests": 0, "input_len": 32, "output_len": 16}
 
 
 class Load:
@@ -196,6 +199,27 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
     assert "requests through the router, %d completed, 0 failed, 0 broken streams; fewest healthy workers 2 of 3" \
         % probed["completed"] in back.output, back.output[-4000:]
     assert (back_dir / "rollout_probe.md").exists() and (back_dir / "rollout_probe.png").stat().st_size > 10000
+    assert _healthy(router) == workers
+
+    # An experiment of 2 variants, host by host behind the router under the probe's load: each
+    # host's server leaves the router (drained), the variants run, the server comes back healthy.
+    experiment = tmp_path / "routed.experiment.yml"
+    experiment.write_text(json.dumps({"name": "routed", "reference": "mem85", "benchmark": SHORT_EXPERIMENT_BENCH, "variants": [
+        {"name": "mem85", "engine": "sglang", "server": {"mem_fraction_static": 0.85}},
+        {"name": "mem80", "engine": "sglang", "server": {"mem_fraction_static": 0.8}}]}))
+    exp_dir = tmp_path / "experiment"
+    ran = fleet.playbook("experiment.yml", dict(
+        experiment_file=str(experiment), experiment_results_dir=str(exp_dir), swap_serial=1, router_url=router.url,
+        drain_timeout=60, rollout_probe=True, rollout_probe_clients=CLIENTS, rollout_probe_output_len=TOKENS,
+        experiment_bench_progress_file=str(fleet.dir / "bench.progress")), timeout=900)
+    assert ran.returncode == 0, ran.output[-6000:]
+    probed = json.loads((exp_dir / "rollout_probe.json").read_text())
+    figures = {k: probed[k] for k in ("sent", "completed", "failed", "broken", "healthy_floor", "healthy_max")}
+    print("experiment of 2 variants with router_url, rollout_probe:", figures, probed["hosts"])
+    assert probed["failed"] == 0 and probed["broken"] == 0 and probed["completed"] == probed["sent"], figures
+    assert probed["completed"] >= 3 * CLIENTS and probed["healthy_floor"] >= 2, figures
+    assert [h["worker"] for h in probed["hosts"]] == workers, probed["hosts"]
+    assert len(list((exp_dir / "records").rglob("*.json"))) == 6
     assert _healthy(router) == workers
 
     # The same swap on one host without router_url: the router is never told, the server is
