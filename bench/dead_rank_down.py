@@ -174,8 +174,8 @@ def main():
         for what, values in (("time to down", times), ("time to all 16 GPUs free", freed),
                              ("every GPU verified free by both watchers", watched)):
             if values:
-                print("%s (%d): median %.3f s (%.3f-%.3f)" % (what, len(values), statistics.median(values),
-                                                               min(values), max(values)))
+                print("%s (%d): median %.3f s (%.3f-%.3f)"
+                      % (what, len(values), statistics.median(values), min(values), max(values)))
         run_playbook("teardown.yml", inventories, extra)
     finally:
         subprocess.run(fleet + ["down", fleet_dir], check=False, stdout=subprocess.DEVNULL)

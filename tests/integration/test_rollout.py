@@ -56,7 +56,7 @@ class Load:
     """CLIENTS streaming clients through the router, each one request after the other until
     stop() (or DEADLINE seconds), and a reader of the router's healthy workers every 0.1 s."""
 
-    def __init__(self, router, deadline):
+    def __init__(self, router, deadline, clients=None):
         self.router = router
         self.port = int(router.url.rsplit(":", 1)[1])
         self.until = time.monotonic() + deadline
@@ -66,7 +66,8 @@ class Load:
         # Per worker URL taken out of the router, one record per removal (_follow_removed).
         self.received = {}
         self.listed = None
-        self.threads = [threading.Thread(target=self._client, daemon=True) for unused in range(CLIENTS)]
+        count = CLIENTS if clients is None else clients
+        self.threads = [threading.Thread(target=self._client, daemon=True) for unused in range(count)]
         self.threads.append(threading.Thread(target=self._watch, daemon=True))
 
     def _running(self):
@@ -208,11 +209,21 @@ def test_swap_behind_the_router_loses_no_request_and_without_it_does(request, tm
         {"name": "mem85", "engine": "sglang", "server": {"mem_fraction_static": 0.85}},
         {"name": "mem80", "engine": "sglang", "server": {"mem_fraction_static": 0.8}}]}))
     exp_dir = tmp_path / "experiment"
-    ran = fleet.playbook("experiment.yml", dict(
-        experiment_file=str(experiment), experiment_results_dir=str(exp_dir), swap_serial=1, router_url=router.url,
-        drain_timeout=60, rollout_probe=True, rollout_probe_clients=CLIENTS, rollout_probe_output_len=TOKENS,
-        experiment_bench_progress_file=str(fleet.dir / "bench.progress")), timeout=900)
+    # The load is the probe's; this test's Load only follows the router's list (no clients of its own).
+    with Load(router, deadline=900, clients=0) as watch:
+        ran = fleet.playbook("experiment.yml", dict(
+            experiment_file=str(experiment), experiment_results_dir=str(exp_dir), swap_serial=1, router_url=router.url,
+            drain_timeout=60, rollout_probe=True, rollout_probe_clients=CLIENTS, rollout_probe_output_len=TOKENS,
+            experiment_bench_progress_file=str(fleet.dir / "bench.progress")), timeout=900)
     assert ran.returncode == 0, ran.output[-6000:]
+    # No request reached a server after its removal, through every removal of the experiment (the
+    # inventory's server before the variants, each variant's server at its stop).
+    print("experiment: requests received at each removal and last before the stop:", watch.received)
+    assert sorted(watch.received) == workers, watch.received
+    for url, records in watch.received.items():
+        for record in records:
+            assert not record["open"] and (record["at_removal"] is None or record["last"] <= record["at_removal"]), \
+                (url, records)
     probed = json.loads((exp_dir / "rollout_probe.json").read_text())
     figures = {k: probed[k] for k in ("sent", "completed", "failed", "broken", "healthy_floor", "healthy_max")}
     print("experiment of 2 variants with router_url, rollout_probe:", figures, probed["hosts"])
