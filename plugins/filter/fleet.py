@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines import s
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name, joined_file_name
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as server_plan
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import steps as server_steps_of
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import engine_settings as _engine_settings
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset, variant_state
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import closing, follow, host_lines, reset, swap, variant_lines
@@ -82,6 +83,17 @@ def server_plan_choice(settings, service_mgr="", last=None, last_of=None, reuse=
         raise AnsibleFilterError("server_plan_choice: not a server_spec dict (missing %s)" % exc) from exc
 
 
+def server_steps(settings, choice=None, plan=None, verified_free=False, routed=False, group_keep=True, group=None):
+    """_server/steps.py: the _server role's task files for one use, before the plan (CHOICE) or after it (PLAN)."""
+    try:
+        if plan is not None:
+            return server_steps_of.after_plan(settings, plan, bool(verified_free), bool(routed), bool(group_keep),
+                                              int((group or {}).get("rank") or 0))
+        return server_steps_of.before_plan(settings, choice or {"call": True}, bool(verified_free), bool(routed))
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("server_steps: not a server_spec dict and a plan (missing %s)" % exc) from exc
+
+
 def server_plan_request(server, service_mgr=""):
     """host_plan.plan_request: server_plan's batch item for one server's settings."""
     try:
@@ -122,6 +134,7 @@ class FilterModule:
             "server_plan_options": server_plan_options,
             "server_plan_request": server_plan_request,
             "server_plan_choice": server_plan_choice,
+            "server_steps": server_steps,
             "experiment_pick": variant_state.pick,
             "experiment_stop_verified": variant_state.stop_verified,
             "experiment_close": variant_state.close,
