@@ -23,7 +23,8 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.variant_l
 def pick(experiment: Mapping[str, Any], host: str, index: int, halt: str = "") -> dict:
     """The variant at position INDEX of HOST's list of variants to run (none past its end): `variant`,
     `run` (whether it is launched), `skipped` (its record when a halt keeps it from running, else None)
-    and `record` (where a variant that runs starts: failed at stage launch, nothing measured yet)."""
+    and `record` (None: a variant that runs has none until it ends, the rescue's failure, or without
+    one its measurement, which close() takes)."""
     todo = list((experiment.get("todo") or {}).get(host) or [])
     variant = None
     if 0 <= index < len(todo):
@@ -35,9 +36,7 @@ def pick(experiment: Mapping[str, Any], host: str, index: int, halt: str = "") -
         skipped = {"variant": variant["name"], "engine": variant["engine"],
                    "speculative": variant.get("speculative") is not None, "outcome": "skipped", "stage": "skipped",
                    "reason": halt}
-    return {"variant": variant, "run": variant is not None and not halt, "skipped": skipped,
-            "record": {"variant": variant["name"] if variant else "", "outcome": "failed", "stage": "launch",
-                       "reason": ""}}
+    return {"variant": variant, "run": variant is not None and not halt, "skipped": skipped, "record": None}
 
 
 def stop_verified(teardown: Any, stop_error: str = "") -> bool:
@@ -47,11 +46,26 @@ def stop_verified(teardown: Any, stop_error: str = "") -> bool:
     return not stop_error and isinstance(teardown, Mapping) and bool(teardown.get("all_gpus"))
 
 
-def close(record: Mapping[str, Any], variant: Mapping[str, Any], host: str, teardown: Any = None,
-          release: Any = None, halt: str = "", stop_error: str = "", kept: bool = False) -> dict:
-    """The variant's whole record once it ended and the host's halt after it: RECORD (ok with its
-    measurement, or failed with its stage and reason) with the engine, the fingerprint, the host and the
-    teardown (the stop's own release when it proved every GPU free, else RELEASE, the check after it)."""
+def measured(variant: Mapping[str, Any], runs: Any = None, server: Any = None) -> dict:
+    """The record of a variant whose launch and benchmark ended without a failure: ok, with its benchmark
+    run (RUNS: the host's benchmark runs by label, the variant's name) and SERVER (the server role's result
+    fact). Failed at stage benchmark when RUNS has no run of the variant (nothing measured)."""
+    run = (runs or {}).get(variant["name"]) if isinstance(runs, Mapping) else None
+    if run is None:
+        return {"variant": variant["name"], "outcome": "failed", "stage": "benchmark",
+                "reason": "no benchmark run recorded for %s" % variant["name"]}
+    return {"variant": variant["name"], "outcome": "ok", "stage": "done", "reason": "", "bench": run, "server": server}
+
+
+def close(record: Mapping[str, Any] | None, variant: Mapping[str, Any], host: str, teardown: Any = None,
+          release: Any = None, halt: str = "", stop_error: str = "", kept: bool = False, runs: Any = None,
+          server: Any = None) -> dict:
+    """The variant's whole record once it ended and the host's halt after it: RECORD (failed with its
+    stage and reason; None when nothing failed: ok with its measurement, from RUNS and SERVER as
+    measured() takes them) with the engine, the fingerprint, the host and the teardown (the stop's own
+    release when it proved every GPU free, else RELEASE, the check after it)."""
+    if record is None:
+        record = measured(variant, runs, server)
     evidence = teardown.get("release") if stop_verified(teardown, stop_error) else release
     full = dict(record, engine=variant["engine"], speculative=variant.get("speculative") is not None,
                 fingerprint=variant.get("fingerprint"), host=host,

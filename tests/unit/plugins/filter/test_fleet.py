@@ -123,3 +123,12 @@ def test_experiment_planned_zips_servers_plans_and_names_in_order():
     assert planned[1]["composed"] is plans[1]
     with pytest.raises(AnsibleFilterError, match="2 servers, 1 composed plans and 2 variants"):
         FilterModule().filters()["experiment_planned"](requests, plans[:1], ["tp8", "ep8"])
+
+
+def test_server_steps_plans_first_when_the_choice_refuses_and_goes_straight_on_with_a_known_plan():
+    steps = FilterModule().filters()["server_steps"]
+    settings = {"state": "started", "model_path": "", "vars_prefix": "sglang_server_", "api_key": "", "nodes": []}
+    # No model path: the choice would refuse it; plan.yml's own task does, naming the variable.
+    assert steps(settings, inputs={"service_mgr": ""}) == ["plan.yml", "steps.yml"]
+    with pytest.raises(AnsibleFilterError, match="server_steps"):
+        steps({"nodes": []}, plan={"supervisor": "process"})

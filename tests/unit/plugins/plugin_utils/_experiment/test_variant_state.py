@@ -18,7 +18,7 @@ def test_pick_runs_the_host_own_variants_in_order_and_nothing_past_its_end():
     assert vs.pick(EXPERIMENT, "h2", 0)["variant"]["name"] == "b"
     step = vs.pick(EXPERIMENT, "h1", 1)
     assert step["run"] and step["skipped"] is None and step["variant"]["name"] == "b"
-    assert step["record"] == {"variant": "b", "outcome": "failed", "stage": "launch", "reason": ""}
+    assert step["record"] is None  # none until it ends: a failure, or its measurement
     past = vs.pick(EXPERIMENT, "h2", 1)
     assert past["variant"] is None and not past["run"] and past["skipped"] is None
     assert vs.pick(EXPERIMENT, "h3", 0)["variant"] is None
@@ -58,6 +58,18 @@ def test_close_takes_the_stop_evidence_or_the_check_after_it():
                       release={"gpus": [{"index": 0, "free": True}]}, stop_error="timed out")
     assert closed["record"]["teardown"]["gpus_free"] == 1 and closed["record"]["teardown"]["gpus_used"] == []
     assert closed["record"]["teardown"]["stop_error"] == "timed out"
+
+
+def test_a_variant_that_did_not_fail_is_recorded_ok_with_its_run_and_server():
+    run, server = {"levels": [1]}, {"base_url": "http://h1:30000", "ready_seconds": 2.5}
+    full = vs.close(None, VARIANTS[0], "h1", runs={"a": run, "b": {}}, server=server)["record"]
+    assert (full["variant"], full["outcome"], full["stage"], full["reason"]) == ("a", "ok", "done", "")
+    assert full["bench"] == run and full["server"] == server and full["host"] == "h1"
+    # Nothing measured for it: failed at the benchmark, naming the variant.
+    for runs in ({"b": run}, None):
+        full = vs.close(None, VARIANTS[0], "h1", runs=runs, server=server)["record"]
+        assert (full["outcome"], full["stage"]) == ("failed", "benchmark") and "for a" in full["reason"]
+    assert "bench" not in full
 
 
 def test_a_failure_with_kept_servers_halts_the_host_and_a_halt_stays():
