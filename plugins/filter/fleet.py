@@ -88,15 +88,16 @@ def server_steps(settings, inputs=None, plan=None, verified_free=False, routed=F
     keyword arguments) or after it (PLAN)."""
     try:
         if plan is not None:
-            return server_steps_of.after_plan(settings, plan, bool(verified_free), bool(routed), bool(group_keep),
-                                              int((group or {}).get("rank") or 0))
+            return server_steps_of.ordered(server_steps_of.after_plan(settings, plan, bool(verified_free), bool(routed),
+                                                                      bool(group_keep), int((group or {}).get("rank") or 0)))
         inputs = dict(inputs or {})
         try:
             choice = server_plan.choose(settings, inputs.pop("service_mgr", ""), **inputs)
         except InvalidInput:
             # plan.yml's server_plan_choice refuses it, in the task that names the plan.
             choice = {"call": True, "plan": None}
-        return server_steps_of.before_plan(settings, choice, bool(inputs.get("verified_free")), bool(routed))
+        return server_steps_of.ordered(server_steps_of.before_plan(settings, choice, bool(inputs.get("verified_free")),
+                                                                   bool(routed)))
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("server_steps: not a server_spec dict and a plan (missing %s)" % exc) from exc
 

@@ -22,6 +22,18 @@ STOP = {"process": "stop_process.yml", "systemd": "systemd_stop.yml"}
 START = {"process": "start_process.yml", "systemd": "systemd_start.yml"}
 
 
+def ordered(files: list[str]) -> list[dict[str, Any]]:
+    """FILES as the role's include loop takes them: each with the files before it (`after`).
+
+    Ansible merges the hosts' included files by file name and loop item, in the order it meets
+    them, host after host, and each host runs the merged list's files that are its own in that
+    list's order: a host with a file the first host lacks would run it after the files they share
+    (a start after the facts). With the files before it in the item, two hosts share a file only
+    where their lists agree up to it; past the first difference each host's files are its own, in
+    its own order."""
+    return [{"file": name, "after": files[:i]} for i, name in enumerate(files)]
+
+
 def _group(settings: Mapping[str, Any]) -> bool:
     return len(settings.get("nodes") or []) > 1
 

@@ -129,6 +129,6 @@ def test_server_steps_plans_first_when_the_choice_refuses_and_goes_straight_on_w
     steps = FilterModule().filters()["server_steps"]
     settings = {"state": "started", "model_path": "", "vars_prefix": "sglang_server_", "api_key": "", "nodes": []}
     # No model path: the choice would refuse it; plan.yml's own task does, naming the variable.
-    assert steps(settings, inputs={"service_mgr": ""}) == ["plan.yml", "steps.yml"]
+    assert [s["file"] for s in steps(settings, inputs={"service_mgr": ""})] == ["plan.yml", "steps.yml"]
     with pytest.raises(AnsibleFilterError, match="server_steps"):
         steps({"nodes": []}, plan={"supervisor": "process"})

@@ -95,6 +95,16 @@ def test_before_the_plan_any_other_plans_first():
         "group.yml", "plan.yml", "steps.yml"]
 
 
+def test_each_file_carries_the_files_before_it_so_hosts_share_one_only_where_their_lists_agree():
+    kept = steps.ordered(["facts.yml"])
+    relaunched = steps.ordered(RELAUNCH)
+    assert [s["file"] for s in relaunched] == RELAUNCH
+    assert relaunched[0] == {"file": "stop_process.yml", "after": []}
+    # The same file last in both lists is not the same step: the relaunch runs it after its own files.
+    assert kept[0] != relaunched[-1] and relaunched[-1]["after"] == RELAUNCH[:-1]
+    assert steps.ordered(RELAUNCH)[:3] == steps.ordered(RELAUNCH[:3] + ["router_in.yml"])[:3]
+
+
 def test_every_file_named_exists_in_the_role():
     named = set(steps.STOP.values()) | set(steps.START.values()) | {
         "version.yml", "launch_files.yml", "group_wait.yml", "wait.yml", "router_in.yml", "router_out.yml",
