@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import In
 from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name, joined_file_name
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import group as server_group
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as server_plan
+from ansible_collections.gpufleet.serving.plugins.module_utils._server import steps as server_steps_of
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import engine_settings as _engine_settings
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset, variant_state
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import closing, follow, host_lines, reset, swap, variant_lines
@@ -90,6 +91,25 @@ def server_plan_choice(settings, service_mgr="", last=None, last_of=None, reuse=
         raise AnsibleFilterError("server_plan_choice: not a server_spec dict (missing %s)" % exc) from exc
 
 
+def server_steps(settings, inputs=None, plan=None, verified_free=False, routed=False, group_keep=True, group=None):
+    """_server/steps.py: the _server role's task files for one use, before the plan (INPUTS: choose()'s
+    keyword arguments) or after it (PLAN)."""
+    try:
+        if plan is not None:
+            return server_steps_of.ordered(server_steps_of.after_plan(settings, plan, bool(verified_free), bool(routed),
+                                                                      bool(group_keep), int((group or {}).get("rank") or 0)))
+        inputs = dict(inputs or {})
+        try:
+            choice = server_plan.choose(settings, inputs.pop("service_mgr", ""), **inputs)
+        except InvalidInput:
+            # plan.yml's server_plan_choice refuses it, in the task that names the plan.
+            choice = {"call": True, "plan": None}
+        return server_steps_of.ordered(server_steps_of.before_plan(settings, choice, bool(inputs.get("verified_free")),
+                                                                   bool(routed)))
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("server_steps: not a server_spec dict and a plan (missing %s)" % exc) from exc
+
+
 def server_plan_request(server, service_mgr=""):
     """host_plan.plan_request: server_plan's batch item for one server's settings."""
     try:
@@ -131,10 +151,10 @@ class FilterModule:
             "server_topology": server_topology,
             "server_plan_request": server_plan_request,
             "server_plan_choice": server_plan_choice,
+            "server_steps": server_steps,
             "experiment_pick": variant_state.pick,
             "experiment_stop_verified": variant_state.stop_verified,
             "experiment_close": variant_state.close,
-            "experiment_measured": variant_state.measured,
             "experiment_measured_here": variant_state.measured_here,
             "group_node_result": variant_state.node_result,
             "experiment_drafter_checks": host_plan.drafter_checks,

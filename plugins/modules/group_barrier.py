@@ -18,7 +18,7 @@ description:
     its launch and its stop at different times; a node of rank 1 or more, which measures nothing, would stop the
     group while rank 0 still benchmarks it. Each node writes its marker C(DIR/barriers/RUN/STEP/NODE) and waits until
     every node of O(nodes) has written its own.
-  - Fewer than two O(nodes) (a server on one host) is no group: nothing is written or waited for.
+  - Fewer than two O(nodes) (a server on one host) is no group; nothing is written or waited for.
   - Fails, naming the nodes that did not come, after O(timeout) seconds; at once, naming them and why, where they left
     the run with O(leave).
   - With O(leave), this node leaves the run (it halted and launches nothing more); nothing is waited for, and any node

@@ -320,7 +320,7 @@ def test_role_task_files_write_with_tight_modes():
     # The stop removes the key file of a stopped server, before the release (a release that fails
     # leaves no key behind): in the stop's own call under the process supervisor (its effect on a
     # fleet: test_api_key_secret_loopback_and_file_modes), in a file task under systemd.
-    (process_stop,) = [t["gpufleet.serving.server_process"] for t in _tasks("teardown.yml").values()
+    (process_stop,) = [t["gpufleet.serving.server_process"] for t in _tasks("stop_process.yml").values()
                        if "gpufleet.serving.server_process" in t]
     assert process_stop["remove"] == "{{ [_server_plan.paths.secret_config] if server_spec.state == 'stopped' else [] }}"
     assert "release" in process_stop
@@ -397,7 +397,7 @@ def test_both_roles_hand_their_sweep_users_to_the_release():
     # The module spares other users' holders (test above) only if the roles pass the list on:
     # on a shared host a launch must not kill another user's job holding one of its GPUs.
     # Both supervisors: the process stop's own release, the systemd stop's gpu_release.
-    release = [t["gpufleet.serving.server_process"]["release"] for t in _tasks("teardown.yml").values()
+    release = [t["gpufleet.serving.server_process"]["release"] for t in _tasks("stop_process.yml").values()
                if "gpufleet.serving.server_process" in t]
     release += [t["gpufleet.serving.gpu_release"] for t in _tasks("systemd_stop.yml").values()
                 if "gpufleet.serving.gpu_release" in t]

@@ -47,7 +47,7 @@ CASES = [
 def _compose(state_dir, more):
     state_dir.mkdir()
     composed = pl.compose(dict(BASE, state_dir=str(state_dir), **more))
-    if more.get("api_key"):  # what roles/_server/tasks/launch.yml writes: {'api-key': KEY} | to_nice_yaml
+    if more.get("api_key"):  # what roles/_server/tasks/launch_files.yml writes: {'api-key': KEY} | to_nice_yaml
         with open(composed["paths"]["secret_config"], "w", encoding="utf-8") as f:
             yaml.safe_dump({"api-key": more["api_key"]}, f)
     return composed

@@ -24,7 +24,8 @@ from ansible_collections.gpufleet.serving.plugins.plugin_utils._report.variant_l
 def pick(experiment: Mapping[str, Any], host: str, index: int, halt: str = "") -> dict:
     """The variant at position INDEX of HOST's list of variants to run (none past its end): `variant`,
     `run` (whether it is launched), `skipped` (its record when a halt keeps it from running, else None)
-    and `record` (where a variant that runs starts: failed at stage launch, nothing measured yet)."""
+    and `record` (None: a variant that runs has none until it ends, the rescue's failure, or without
+    one its measurement, which close() takes)."""
     # `slots`: the host's list with a stand-by (None) where a variant that spans hosts waits for its other
     # nodes, so every node of a group reaches it at the same position (the play runs them in step).
     todo = list((experiment.get("slots") or experiment.get("todo") or {}).get(host) or [])
@@ -38,9 +39,7 @@ def pick(experiment: Mapping[str, Any], host: str, index: int, halt: str = "") -
         skipped = {"variant": variant["name"], "engine": variant["engine"],
                    "speculative": variant.get("speculative") is not None, "outcome": "skipped", "stage": "skipped",
                    "reason": halt}
-    return {"variant": variant, "run": variant is not None and not halt, "skipped": skipped,
-            "record": {"variant": variant["name"] if variant else "", "outcome": "failed", "stage": "launch",
-                       "reason": ""}}
+    return {"variant": variant, "run": variant is not None and not halt, "skipped": skipped, "record": None}
 
 
 def stop_verified(teardown: Any, stop_error: str = "") -> bool:
@@ -50,11 +49,15 @@ def stop_verified(teardown: Any, stop_error: str = "") -> bool:
     return not stop_error and isinstance(teardown, Mapping) and bool(teardown.get("all_gpus"))
 
 
-def close(record: Mapping[str, Any], variant: Mapping[str, Any], host: str, teardown: Any = None,
-          release: Any = None, halt: str = "", stop_error: str = "", kept: bool = False) -> dict:
-    """The variant's whole record once it ended and the host's halt after it: RECORD (ok with its
-    measurement, or failed with its stage and reason) with the engine, the fingerprint, the host and the
-    teardown (the stop's own release when it proved every GPU free, else RELEASE, the check after it)."""
+def close(record: Mapping[str, Any] | None, variant: Mapping[str, Any], host: str, teardown: Any = None,
+          release: Any = None, halt: str = "", stop_error: str = "", kept: bool = False, runs: Any = None,
+          server: Any = None) -> dict:
+    """The variant's whole record once it ended and the host's halt after it: RECORD (failed with its
+    stage and reason; None when nothing failed: ok with its measurement, from RUNS and SERVER as
+    measured() takes them) with the engine, the fingerprint, the host and the teardown (the stop's own
+    release when it proved every GPU free, else RELEASE, the check after it)."""
+    if record is None:
+        record = measured(variant, runs, server, host)
     evidence = teardown.get("release") if stop_verified(teardown, stop_error) else release
     full = dict(record, engine=variant["engine"], speculative=variant.get("speculative") is not None,
                 fingerprint=variant.get("fingerprint"), host=host,
@@ -65,20 +68,27 @@ def close(record: Mapping[str, Any], variant: Mapping[str, Any], host: str, tear
     return {"record": full, "halt": halt}
 
 
-def measured(variant: Mapping[str, Any], server: Mapping[str, Any], runs: Any, host: str) -> dict:
-    """The record of a variant that ran (outcome ok): its benchmark run from RUNS (fleet_bench_runs) and its
-    topology (`nodes`, `nnodes` and the TP/PP/DP/EP sizes, _server/group.py topology). A node of rank >= 1 of a server that spans hosts measures
-    nothing (only rank 0 serves the API): its record says where it was measured (`measured_at`)."""
+def measured(variant: Mapping[str, Any], runs: Any = None, server: Any = None, host: str = "") -> dict:
+    """The record of a variant whose launch and benchmark ended without a failure: ok, with its benchmark run
+    (RUNS: the host's benchmark runs by label, the variant's name), SERVER (the server role's result fact) and
+    its topology (`nodes`, `nnodes` and the TP/PP/DP/EP sizes, _server/group.py topology). A node of rank >= 1
+    of a server that spans hosts measures nothing (only rank 0 serves the API): its record says where it was
+    measured (`measured_at`). Failed at stage benchmark when RUNS has no run of the variant (nothing measured)."""
+    server = dict(server) if isinstance(server, Mapping) else {}
     group = server.get("group") if isinstance(server.get("group"), Mapping) else None
     nodes = list(group["nodes"]) if group else [host]
     settings = dict(variant.get("server") or {})
     settings.update({key: server[key] for key in ("tp_size", "extra_args") if server.get(key) is not None})
     topology = server_group.topology(variant["engine"], dict(settings, nodes=nodes))
-    record = {"variant": variant["name"], "outcome": "ok", "stage": "done", "reason": "", "server": dict(server),
+    record = {"variant": variant["name"], "outcome": "ok", "stage": "done", "reason": "", "server": server,
               "topology": topology}
     if group and group.get("rank"):
         return dict(record, bench={}, measured_at=nodes[0])
-    return dict(record, bench=(runs or {})[variant["name"]])
+    run = (runs or {}).get(variant["name"]) if isinstance(runs, Mapping) else None
+    if run is None:
+        return {"variant": variant["name"], "outcome": "failed", "stage": "benchmark",
+                "reason": "no benchmark run recorded for %s" % variant["name"]}
+    return dict(record, bench=run)
 
 
 def measured_here(server: Mapping[str, Any]) -> bool:

@@ -131,3 +131,12 @@ def test_server_topology_reads_the_spec_and_refuses_what_is_not_one():
     assert topology(spec) == {"nodes": ["a", "b"], "nnodes": 2, "tp_size": 8, "pp_size": 1, "dp_size": 1, "ep_size": 8}
     with pytest.raises(AnsibleFilterError, match="server_spec lookup's dict"):
         topology({"tp_size": 8})
+
+
+def test_server_steps_plans_first_when_the_choice_refuses_and_goes_straight_on_with_a_known_plan():
+    steps = FilterModule().filters()["server_steps"]
+    settings = {"state": "started", "model_path": "", "vars_prefix": "sglang_server_", "api_key": "", "nodes": []}
+    # No model path: the choice would refuse it; plan.yml's own task does, naming the variable.
+    assert [s["file"] for s in steps(settings, inputs={"service_mgr": ""})] == ["plan.yml", "steps.yml"]
+    with pytest.raises(AnsibleFilterError, match="server_steps"):
+        steps({"nodes": []}, plan={"supervisor": "process"})

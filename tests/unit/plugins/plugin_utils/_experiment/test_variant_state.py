@@ -18,7 +18,7 @@ def test_pick_runs_the_host_own_variants_in_order_and_nothing_past_its_end():
     assert vs.pick(EXPERIMENT, "h2", 0)["variant"]["name"] == "b"
     step = vs.pick(EXPERIMENT, "h1", 1)
     assert step["run"] and step["skipped"] is None and step["variant"]["name"] == "b"
-    assert step["record"] == {"variant": "b", "outcome": "failed", "stage": "launch", "reason": ""}
+    assert step["record"] is None  # none until it ends: a failure, or its measurement
     past = vs.pick(EXPERIMENT, "h2", 1)
     assert past["variant"] is None and not past["run"] and past["skipped"] is None
     assert vs.pick(EXPERIMENT, "h3", 0)["variant"] is None
@@ -60,6 +60,18 @@ def test_close_takes_the_stop_evidence_or_the_check_after_it():
     assert closed["record"]["teardown"]["stop_error"] == "timed out"
 
 
+def test_a_variant_that_did_not_fail_is_recorded_ok_with_its_run_and_server():
+    run, server = {"levels": [1]}, {"base_url": "http://h1:30000", "ready_seconds": 2.5}
+    full = vs.close(None, VARIANTS[0], "h1", runs={"a": run, "b": {}}, server=server)["record"]
+    assert (full["variant"], full["outcome"], full["stage"], full["reason"]) == ("a", "ok", "done", "")
+    assert full["bench"] == run and full["server"] == server and full["host"] == "h1"
+    # Nothing measured for it: failed at the benchmark, naming the variant.
+    for runs in ({"b": run}, None):
+        full = vs.close(None, VARIANTS[0], "h1", runs=runs, server=server)["record"]
+        assert (full["outcome"], full["stage"]) == ("failed", "benchmark") and "for a" in full["reason"]
+    assert "bench" not in full
+
+
 def test_a_failure_with_kept_servers_halts_the_host_and_a_halt_stays():
     failed = {"variant": "b", "outcome": "failed", "stage": "benchmark", "reason": "x"}
     closed = vs.close(failed, VARIANTS[1], "h1", kept=True)
@@ -82,15 +94,15 @@ GROUP = {"nodes": ["h1", "h2"], "rank": 0, "node": "h1"}
 def test_a_group_is_measured_at_rank_0_and_its_other_nodes_say_where():
     variant = dict(VARIANTS[0], server={"tp_size": 16})
     runs = {"a": {"levels": [{"concurrency": 1}]}}
-    at_0 = vs.measured(variant, {"group": GROUP}, runs, "h1")
+    at_0 = vs.measured(variant, runs, {"group": GROUP}, "h1")
     assert at_0["bench"] == runs["a"] and "measured_at" not in at_0
     assert at_0["topology"] == {"nodes": ["h1", "h2"], "nnodes": 2, "tp_size": 16, "pp_size": 1, "dp_size": 1, "ep_size": 1}
     # the sizes are the launched server's (the server_spec dict), as the engine reads its extra_args
-    piped = vs.measured(variant, {"group": GROUP, "tp_size": 8, "extra_args": ["--pp-size", "2"]}, runs, "h1")
+    piped = vs.measured(variant, runs, {"group": GROUP, "tp_size": 8, "extra_args": ["--pp-size", "2"]}, "h1")
     assert (piped["topology"]["tp_size"], piped["topology"]["pp_size"]) == (8, 2)
-    at_1 = vs.measured(variant, {"group": dict(GROUP, rank=1, node="h2")}, {}, "h2")
+    at_1 = vs.measured(variant, {}, {"group": dict(GROUP, rank=1, node="h2")}, "h2")
     assert (at_1["outcome"], at_1["bench"], at_1["measured_at"]) == ("ok", {}, "h1")
-    alone = vs.measured(dict(VARIANTS[0], server={}), {"group": None}, runs, "h3")
+    alone = vs.measured(dict(VARIANTS[0], server={}), runs, {"group": None}, "h3")
     assert alone["topology"] == {"nodes": ["h3"], "nnodes": 1, "tp_size": 1, "pp_size": 1, "dp_size": 1, "ep_size": 1}
     assert vs.measured_here({"group": None}) and vs.measured_here({"group": GROUP})
     assert not vs.measured_here({"group": dict(GROUP, rank=1)})
