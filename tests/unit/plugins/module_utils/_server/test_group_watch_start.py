@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -76,6 +77,13 @@ def test_no_server_recorded_is_refused(tmp_path):
 def test_the_watcher_verifies_the_gpus_the_server_was_started_on():
     server = subprocess.Popen(["sleep", "60"], env=dict(os.environ, CUDA_VISIBLE_DEVICES="2,3"))
     try:
+        # /proc/PID/environ is the forked parent's until the exec: wait for the exec (its cmdline), with a deadline.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open("/proc/%d/cmdline" % server.pid, "rb") as handle:
+                if handle.read().startswith(b"sleep\0"):
+                    break
+            time.sleep(0.01)
         assert group_watch_start.server_gpus(server.pid) == ["2", "3"]
     finally:
         server.kill()
