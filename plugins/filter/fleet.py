@@ -91,9 +91,10 @@ def server_plan_choice(settings, service_mgr="", last=None, last_of=None, reuse=
         raise AnsibleFilterError("server_plan_choice: not a server_spec dict (missing %s)" % exc) from exc
 
 
-def server_steps(settings, inputs=None, plan=None, verified_free=False, routed=False, group_keep=True, group=None):
+def server_steps(settings, inputs=None, plan=None, verified_free=False, routed=False, group_keep=True, group=None,
+                 barrier=False):
     """_server/steps.py: the _server role's task files for one use, before the plan (INPUTS: choose()'s
-    keyword arguments) or after it (PLAN)."""
+    keyword arguments; BARRIER: a group's nodes meet after their plans) or after it (PLAN)."""
     try:
         if plan is not None:
             return server_steps_of.ordered(server_steps_of.after_plan(settings, plan, bool(verified_free), bool(routed),
@@ -105,7 +106,7 @@ def server_steps(settings, inputs=None, plan=None, verified_free=False, routed=F
             # plan.yml's server_plan_choice refuses it, in the task that names the plan.
             choice = {"call": True, "plan": None}
         return server_steps_of.ordered(server_steps_of.before_plan(settings, choice, bool(inputs.get("verified_free")),
-                                                                   bool(routed)))
+                                                                   bool(routed), bool(barrier)))
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("server_steps: not a server_spec dict and a plan (missing %s)" % exc) from exc
 

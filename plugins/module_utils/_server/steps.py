@@ -39,14 +39,20 @@ def _group(settings: Mapping[str, Any]) -> bool:
 
 
 def before_plan(settings: Mapping[str, Any], choice: Mapping[str, Any], verified_free: bool = False,
-                routed: bool = False) -> list[str]:
+                routed: bool = False, barrier: bool = False) -> list[str]:
     """The files main.yml includes: with the plan known (CHOICE's `call` false) on one host, the plan's
     keeping and every step after it; otherwise the group's plan (a server spanning hosts), the plan
-    and, unless only planning, steps.yml (the steps, chosen once the plan is there)."""
+    and, unless only planning, steps.yml (the steps, chosen once the plan is there). With BARRIER (the
+    experiment, whose hosts run at their own pace), a group's nodes meet once each has its plan and
+    before any acts on it (barrier.yml): whether the group is kept reads every node's plan, and a
+    stop or a start on one node must not run ahead of the others."""
     if not choice.get("call") and not _group(settings) and settings["state"] != "planned":
         return ["plan_keep.yml"] + after_plan(settings, choice["plan"], verified_free, routed)
-    return (["group.yml"] if _group(settings) else []) + ["plan.yml"] + (
-        [] if settings["state"] == "planned" else ["steps.yml"])
+    if settings["state"] == "planned":
+        return (["group.yml"] if _group(settings) else []) + ["plan.yml"]
+    if _group(settings):
+        return ["group.yml", "plan.yml"] + (["barrier.yml"] if barrier else []) + ["steps.yml"]
+    return ["plan.yml", "steps.yml"]
 
 
 def _version_says_something(settings: Mapping[str, Any], plan: Mapping[str, Any]) -> bool:

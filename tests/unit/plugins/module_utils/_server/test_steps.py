@@ -95,6 +95,15 @@ def test_before_the_plan_any_other_plans_first():
         "group.yml", "plan.yml", "steps.yml"]
 
 
+@pytest.mark.parametrize("state", ["started", "stopped"])
+def test_with_a_barrier_a_groups_nodes_meet_after_their_plans_and_a_single_host_never_waits(state):
+    assert steps.before_plan(settings(nodes=["h1", "h2"], state=state), {"call": True, "plan": None}, barrier=True) == [
+        "group.yml", "plan.yml", "barrier.yml", "steps.yml"]
+    assert "barrier.yml" not in steps.before_plan(settings(state=state), {"call": True, "plan": None}, barrier=True)
+    assert steps.before_plan(settings(nodes=["h1", "h2"], state="planned"), {"call": True, "plan": None},
+                             barrier=True) == ["group.yml", "plan.yml"]
+
+
 def test_each_file_carries_the_files_before_it_so_hosts_share_one_only_where_their_lists_agree():
     kept = steps.ordered(["facts.yml"])
     relaunched = steps.ordered(RELAUNCH)
@@ -108,6 +117,6 @@ def test_each_file_carries_the_files_before_it_so_hosts_share_one_only_where_the
 def test_every_file_named_exists_in_the_role():
     named = set(steps.STOP.values()) | set(steps.START.values()) | {
         "version.yml", "launch_files.yml", "group_wait.yml", "wait.yml", "router_in.yml", "router_out.yml",
-        "facts.yml", "teardown_facts.yml", "plan_keep.yml", "plan.yml", "steps.yml", "group.yml"}
+        "facts.yml", "teardown_facts.yml", "plan_keep.yml", "plan.yml", "steps.yml", "group.yml", "barrier.yml"}
     for name in named:
         assert os.path.isfile(os.path.join(TASKS, name)), name
