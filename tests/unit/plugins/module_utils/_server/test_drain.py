@@ -13,19 +13,9 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import drain as dr
+from tests.support.timing import FakeClock
 
 URL = "http://127.0.0.1:30000"
-
-
-class Clock:
-    def __init__(self):
-        self.now = 50.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 def loads(*ranks):
@@ -59,7 +49,7 @@ class Client:
 def run(monkeypatch, routes, check_mode=False, **params):
     client = Client(routes)
     monkeypatch.setattr(dr, "HttpClient", lambda *a, **kw: client)
-    clock = Clock()
+    clock = FakeClock(50.0)
     base = {"base_url": URL + "/v1", "engine": "sglang", "drain_timeout": 5, "poll_interval": 0.1,
             "request_timeout": 1}
     base.update(params)

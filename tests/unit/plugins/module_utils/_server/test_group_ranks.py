@@ -17,25 +17,15 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import group_ranks
+from tests.support.timing import FakeClock
 
 PARAMS = {"group": "server group [a, b]", "nodes": ["a", "b"], "node": "b", "rank": 1, "gpus_per_node": 2,
           "engine": "sglang", "state_file": "/nonexistent", "log_path": "", "dist_timeout": 5, "poll_interval": 1}
 
 
-class Clock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-
 def run(readings, **params):
     """wait_ranks over READINGS (one a poll; the last repeats)."""
-    clock, seen = Clock(), list(readings)
+    clock, seen = FakeClock(100.0), list(readings)
     return group_ranks.wait_ranks(dict(PARAMS, **params), read=lambda: seen.pop(0) if len(seen) > 1 else seen[0],
                                   clock=clock, sleep=clock.sleep), clock
 

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._server import gr
 from tests.support.net import free_port
 from tests.support.paths import COLLECTIONS, SIM
 from tests.support.polling import poll
+from tests.support.timing import FakeClock
 
 # verify_gpus through the real nvidia-ml-py on the fake NVML (found through LD_LIBRARY_PATH, read at process
 # start: a fresh interpreter), as the detached watcher runs it.
@@ -177,19 +178,8 @@ def _gpu(index, used, pids=()):
     return {"index": index, "uuid": "GPU-%d" % index, "used_mib": used, "processes": list(pids)}
 
 
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-
 def test_gpus_are_polled_until_no_process_holds_them_and_memory_is_back_to_idle():
-    clock = Clock()
+    clock = FakeClock()
     readings = [[_gpu(0, 80000.0, [41]), _gpu(1, 80000.0, [42])], [_gpu(0, 0.0), _gpu(1, 300.0)], [_gpu(0, 0.0), _gpu(1, 0.0)]]
     out = group_watch.verify_gpus(None, timeout=5, reader=_reader(readings), poll=0.5, clock=clock, sleep=clock.sleep)
     assert (out["checked"], out["free"], out["seconds"], out["error"]) == (True, True, 1.0, None)
@@ -197,7 +187,7 @@ def test_gpus_are_polled_until_no_process_holds_them_and_memory_is_back_to_idle(
 
 
 def test_gpus_still_held_at_the_deadline_are_reported_held_per_gpu():
-    clock = Clock()
+    clock = FakeClock()
     out = group_watch.verify_gpus(["1"], timeout=2, reader=_reader([[_gpu(0, 0.0), _gpu(1, 0.0, [42])]]), poll=0.5,
                                   clock=clock, sleep=clock.sleep)
     assert (out["checked"], out["free"], out["seconds"]) == (True, False, 2.0)

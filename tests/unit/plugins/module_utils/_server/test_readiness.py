@@ -13,17 +13,7 @@ import pytest
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import Response
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import readiness as rd  # noqa: E402
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import ProcState
-
-
-class Clock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
+from tests.support.timing import FakeClock
 
 
 class Client:
@@ -72,7 +62,7 @@ def make(params, client, watch, clock):
 
 
 def test_ready_after_refused_and_503():
-    clock = Clock()
+    clock = FakeClock(100.0)
     client = Client([REFUSED, REFUSED, Response(503), Response(200)],
                     routes={"/model_info": Response(200, b'{"model_path": "m", "is_generation": true}')})
     result = make({}, client, Watch([ALIVE]), clock).run()
@@ -85,7 +75,7 @@ def test_ready_after_refused_and_503():
 
 
 def test_vllm_model_info_from_v1_models():
-    clock = Clock()
+    clock = FakeClock(100.0)
     client = Client([Response(200)], routes={"/v1/models": Response(200, b'{"data": [{"id": "m"}]}')})
     result = make({"engine": "vllm"}, client, Watch([ALIVE]), clock).run()
     assert result["model_info"] == {"data": [{"id": "m"}]}
@@ -95,7 +85,7 @@ def test_vllm_model_info_from_v1_models():
 def test_death_fails_at_once_with_cause_and_tail(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("[2025-10-16 09:06:00 TP0] Load weight begin. avail mem=80 GB\n")
-    clock = Clock()
+    clock = FakeClock(100.0)
 
     def crash(calls):
         # the server writes its last words, then dies (seen on the next round)
@@ -119,7 +109,7 @@ def test_death_fails_at_once_with_cause_and_tail(tmp_path):
 def test_timeout_names_the_phase(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("[2025-10-16 09:06:22 TP0] Capture cuda graph begin. This can take up to several minutes.\n")
-    clock = Clock()
+    clock = FakeClock(100.0)
     waiter = make({"log_path": str(log), "timeout": 1.0}, Client([REFUSED]), Watch([ALIVE]), clock)
     with pytest.raises(rd.WaitFailed) as failed:
         waiter.run()
@@ -130,7 +120,7 @@ def test_timeout_names_the_phase(tmp_path):
 
 
 def test_generate_check_uses_listed_model_and_one_token():
-    clock = Clock()
+    clock = FakeClock(100.0)
     answers = iter([Response(500, b"{}", "HTTP 500"), Response(200, b'{"choices": [{"text": " Paris"}]}')])
     client = Client([Response(200)], routes={"/v1/models": Response(200, b'{"data": [{"id": "kimi"}]}')})
     client.post_json = lambda path, payload, timeout: client.calls.append(("POST", path, payload)) or next(answers)
@@ -143,12 +133,12 @@ def test_generate_check_uses_listed_model_and_one_token():
 
 
 def test_check_mode_reports_once_without_failing():
-    clock = Clock()
+    clock = FakeClock(100.0)
     client = Client([REFUSED])
     result = make({}, client, Watch([ALIVE]), clock).run(check_mode=True)
     assert result["ready"] is False
     assert len([c for c in client.calls if c[1] == "/health"]) == 1
-    dead = make({}, Client([REFUSED]), Watch([ProcState(False, 77, 1)]), Clock()).run(check_mode=True)
+    dead = make({}, Client([REFUSED]), Watch([ProcState(False, 77, 1)]), FakeClock(100.0)).run(check_mode=True)
     assert dead["ready"] is False and dead["cause"]["message"] == "exited with code 1"
 
 
@@ -177,7 +167,7 @@ def test_progress_file_lines_and_masked_secret(tmp_path):
     log.write_text("[2025-12-23 14:18:01] Load weight begin. api_key=s3cret\n")
     progress = tmp_path / "progress"
     progress.write_text("stale line from the previous wait\n")
-    clock = Clock()
+    clock = FakeClock(100.0)
     make({"log_path": str(log), "progress_file": str(progress), "api_key": "s3cret"},
          Client([REFUSED, Response(200)]), Watch([ALIVE]), clock).run()
     text = progress.read_text()

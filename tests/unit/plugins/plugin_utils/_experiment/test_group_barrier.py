@@ -9,21 +9,11 @@ import pytest
 
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
 from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import group_barrier as gb
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
+from tests.support.timing import FakeClock
 
 
 def test_the_last_node_to_come_meets_the_others_at_once(tmp_path):
-    clock = Clock()
+    clock = FakeClock()
     (tmp_path / "barriers" / "r1" / "tp16-stop").mkdir(parents=True)
     (tmp_path / "barriers" / "r1" / "tp16-stop" / "h1").write_text("1\n")
     out = gb.meet(str(tmp_path), "r1", "tp16-stop", "h2", ["h1", "h2"], 5, clock=clock, sleep=clock.sleep)
@@ -32,7 +22,7 @@ def test_the_last_node_to_come_meets_the_others_at_once(tmp_path):
 
 
 def test_a_node_that_never_comes_is_named_after_the_timeout_and_other_runs_do_not_count(tmp_path):
-    clock = Clock()
+    clock = FakeClock()
     (tmp_path / "barriers" / "old" / "tp16-launch").mkdir(parents=True)
     (tmp_path / "barriers" / "old" / "tp16-launch" / "h2").write_text("1\n")
     with pytest.raises(InvalidInput, match=r"^h1: node\(s\) h2 did not reach tp16-launch within 3 s"):
@@ -46,13 +36,13 @@ def test_a_node_outside_the_group_is_refused(tmp_path):
 
 
 def test_a_node_that_halted_fails_the_waiting_node_at_once_with_its_reason(tmp_path):
-    clock = Clock()
+    clock = FakeClock()
     assert gb.leave(str(tmp_path), "r1", "h2", "GPUs not verified free after tp16\n") == {"left": "h2"}
     with pytest.raises(InvalidInput, match=r"^h1: node\(s\) h2 of the group halted, so they never reach tp8x-launch: "
                                            r"h2: GPUs not verified free after tp16$"):
         gb.meet(str(tmp_path), "r1", "tp8x-launch", "h1", ["h1", "h2"], 3600, clock=clock, sleep=clock.sleep)
     assert clock.now == 0.0
     # another run of the experiment does not see it
-    other = Clock()
+    other = FakeClock()
     with pytest.raises(InvalidInput, match="did not reach"):
         gb.meet(str(tmp_path), "r2", "tp8x-launch", "h1", ["h1", "h2"], 1, clock=other, sleep=other.sleep)
