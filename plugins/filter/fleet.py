@@ -7,28 +7,42 @@
 Each filter is documented in its own sidecar file (plugins/filter/NAME.yml), as
 ansible-core documents its own filters; the code is in plugin_utils/_report/ (swap.py, host_lines.py,
 closing.py, reset.py, follow.py, variant_lines.py), plugin_utils/_experiment/ (engine_settings.py, preset.py,
-host_plan.py, variant_state.py), module_utils/_engines/settings.py, module_utils/_server/plan.py and module_utils/_server/group.py.
+host_plan.py, variant_state.py), module_utils/_engines/settings.py, module_utils/_server/choice.py, steps.py and group.py.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.serving.plugins.module_utils._engines import settings as server_spec
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import InvalidInput
-from ansible_collections.gpufleet.serving.plugins.module_utils._files import file_name, joined_file_name
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import group as server_group
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import plan as server_plan
-from ansible_collections.gpufleet.serving.plugins.module_utils._server import steps as server_steps_of
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import engine_settings as _engine_settings
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._experiment import host_plan, preset, variant_state
-from ansible_collections.gpufleet.serving.plugins.plugin_utils._report import closing, follow, host_lines, reset, swap, variant_lines
+
+# Ansible imports this file in each worker process that templates one of its filters, and its
+# collection loader compiles every collection module imported (it keeps no bytecode): importing all
+# the code behind these filters cost a task about 55 ms. So each filter imports its module when
+# called (_code), and a task pays only for the code it uses.
+_PLUGINS = "ansible_collections.gpufleet.serving.plugins."
+
+
+def _code(module):
+    """plugins/MODULE (dotted), imported at its first use in this process."""
+    return import_module(_PLUGINS + module)
+
+
+def _lazy(module, name):
+    """The filter NAME of plugins/MODULE, imported when the filter is first called."""
+    def call(*args, **kwargs):
+        return getattr(_code(module), name)(*args, **kwargs)
+    call.__name__ = name
+    call.__doc__ = "%s.%s" % (module, name)
+    return call
 
 
 def engine_settings(name, host="", port="", instance=""):
     """engine_settings.engine_settings, its ValueError (an unknown engine) as the filter's error."""
     try:
-        return _engine_settings.engine_settings(name, host, port, instance)
+        return _code("plugin_utils._experiment.engine_settings").engine_settings(name, host, port, instance)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -37,13 +51,13 @@ def server_topology(settings):
     """server_group.topology: the shape (nodes, nnodes, TP/PP/DP/EP sizes) of one server's settings."""
     if not isinstance(settings, dict) or "engine" not in settings:
         raise AnsibleFilterError("server_topology: give the server_spec lookup's dict of one server (it has no 'engine')")
-    return server_group.topology(settings["engine"], settings)
+    return _code("module_utils._server.group").topology(settings["engine"], settings)
 
 
 def server_plan_options(settings):
     """server_spec.plan_options: server_plan's options for one server's settings (the server_spec lookup's dict)."""
     try:
-        return server_spec.plan_options(settings)
+        return _code("module_utils._engines.settings").plan_options(settings)
     except (InvalidInput, KeyError) as exc:
         raise AnsibleFilterError("server_plan_options: not a server_spec dict (missing %s)" % exc) from exc
 
@@ -51,7 +65,7 @@ def server_plan_options(settings):
 def swap_gates(runs, gates):
     """swap.swap_gates, its ValueError (a bad gate) as the filter's error."""
     try:
-        return swap.swap_gates(runs, gates)
+        return _code("plugin_utils._report.swap").swap_gates(runs, gates)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -59,7 +73,7 @@ def swap_gates(runs, gates):
 def compare_experiment(labels, reference=None, benchmark=None):
     """preset.compare_experiment, its ValueError (an unknown variant) as the filter's error."""
     try:
-        return preset.compare_experiment(labels, reference, benchmark)
+        return _code("plugin_utils._experiment.preset").compare_experiment(labels, reference, benchmark)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -67,7 +81,7 @@ def compare_experiment(labels, reference=None, benchmark=None):
 def swap_experiment(engine=None, baseline=True, benchmark=None):
     """preset.swap_experiment, its ValueError (an unknown engine) as the filter's error."""
     try:
-        return preset.swap_experiment(engine, baseline, benchmark)
+        return _code("plugin_utils._experiment.preset").swap_experiment(engine, baseline, benchmark)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -75,7 +89,7 @@ def swap_experiment(engine=None, baseline=True, benchmark=None):
 def experiment_planned(servers, composed, names):
     """host_plan.planned, its ValueError (lists that do not match) as the filter's error."""
     try:
-        return host_plan.planned(servers, composed, names)
+        return _code("plugin_utils._experiment.host_plan").planned(servers, composed, names)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -84,7 +98,7 @@ def server_plan_choice(settings, service_mgr="", last=None, last_of=None, reuse=
                        verified_free=False, dirs_used=None):
     """_server/plan.py choose(): call server_plan, or take the plan the caller already has."""
     try:
-        return server_plan.choose(settings, service_mgr, last, last_of, bool(reuse), given, bool(verified_free), dirs_used)
+        return _code("module_utils._server.choice").choose(settings, service_mgr, last, last_of, bool(reuse), given, bool(verified_free), dirs_used)
     except InvalidInput as exc:
         raise AnsibleFilterError(exc.msg) from exc
     except KeyError as exc:
@@ -95,13 +109,14 @@ def server_steps(settings, inputs=None, plan=None, verified_free=False, routed=F
                  barrier=False):
     """_server/steps.py: the _server role's task files for one use, before the plan (INPUTS: choose()'s
     keyword arguments; BARRIER: a group's nodes meet after their plans) or after it (PLAN)."""
+    server_steps_of = _code("module_utils._server.steps")
     try:
         if plan is not None:
             return server_steps_of.ordered(server_steps_of.after_plan(settings, plan, bool(verified_free), bool(routed),
                                                                       bool(group_keep), int((group or {}).get("rank") or 0)))
         inputs = dict(inputs or {})
         try:
-            choice = server_plan.choose(settings, inputs.pop("service_mgr", ""), **inputs)
+            choice = _code("module_utils._server.choice").choose(settings, inputs.pop("service_mgr", ""), **inputs)
         except InvalidInput:
             # plan.yml's server_plan_choice refuses it, in the task that names the plan.
             choice = {"call": True, "plan": None}
@@ -114,7 +129,7 @@ def server_steps(settings, inputs=None, plan=None, verified_free=False, routed=F
 def server_plan_request(server, service_mgr=""):
     """host_plan.plan_request: server_plan's batch item for one server's settings."""
     try:
-        return host_plan.plan_request(server, service_mgr)
+        return _code("plugin_utils._experiment.host_plan").plan_request(server, service_mgr)
     except (InvalidInput, KeyError) as exc:
         raise AnsibleFilterError("server_plan_request: not a server_spec dict (missing %s)" % exc) from exc
 
@@ -124,27 +139,27 @@ class FilterModule:
 
     def filters(self):
         return {
-            "server_left": swap.server_left,
-            "failure_reason": closing.failure_reason,
-            "swap_line": host_lines.swap_line,
-            "base_line": host_lines.base_line,
-            "bench_line": host_lines.bench_line,
-            "launch_line": host_lines.launch_line,
-            "teardown_line": host_lines.teardown_line,
-            "swap_start": swap.swap_start,
-            "swap_record": swap.swap_record,
-            "swap_failure": swap.swap_failure,
-            "swap_rolled_back": swap.swap_rolled_back,
-            "swap_step_failure": swap.swap_step_failure,
+            "server_left": _lazy("plugin_utils._report.swap", "server_left"),
+            "failure_reason": _lazy("plugin_utils._report.closing", "failure_reason"),
+            "swap_line": _lazy("plugin_utils._report.host_lines", "swap_line"),
+            "base_line": _lazy("plugin_utils._report.host_lines", "base_line"),
+            "bench_line": _lazy("plugin_utils._report.host_lines", "bench_line"),
+            "launch_line": _lazy("plugin_utils._report.host_lines", "launch_line"),
+            "teardown_line": _lazy("plugin_utils._report.host_lines", "teardown_line"),
+            "swap_start": _lazy("plugin_utils._report.swap", "swap_start"),
+            "swap_record": _lazy("plugin_utils._report.swap", "swap_record"),
+            "swap_failure": _lazy("plugin_utils._report.swap", "swap_failure"),
+            "swap_rolled_back": _lazy("plugin_utils._report.swap", "swap_rolled_back"),
+            "swap_step_failure": _lazy("plugin_utils._report.swap", "swap_step_failure"),
             "swap_gates": swap_gates,
-            "report_lines": closing.report_lines,
-            "not_ok": closing.not_ok,
-            "reset_summary": reset.reset_summary,
-            "reset_table": reset.reset_table,
+            "report_lines": _lazy("plugin_utils._report.closing", "report_lines"),
+            "not_ok": _lazy("plugin_utils._report.closing", "not_ok"),
+            "reset_summary": _lazy("plugin_utils._report.reset", "reset_summary"),
+            "reset_table": _lazy("plugin_utils._report.reset", "reset_table"),
             "engine_settings": engine_settings,
-            "teardown_record": variant_lines.teardown_record,
-            "experiment_plan_lines": variant_lines.plan_lines,
-            "experiment_plan_block": variant_lines.plan_block,
+            "teardown_record": _lazy("plugin_utils._report.variant_lines", "teardown_record"),
+            "experiment_plan_lines": _lazy("plugin_utils._report.variant_lines", "plan_lines"),
+            "experiment_plan_block": _lazy("plugin_utils._report.variant_lines", "plan_block"),
             "experiment_planned": experiment_planned,
             "compare_experiment": compare_experiment,
             "swap_experiment": swap_experiment,
@@ -153,15 +168,15 @@ class FilterModule:
             "server_plan_request": server_plan_request,
             "server_plan_choice": server_plan_choice,
             "server_steps": server_steps,
-            "experiment_pick": variant_state.pick,
-            "experiment_stop_verified": variant_state.stop_verified,
-            "experiment_close": variant_state.close,
-            "experiment_measured_here": variant_state.measured_here,
-            "group_node_result": variant_state.node_result,
-            "experiment_drafter_checks": host_plan.drafter_checks,
-            "experiment_refusal": host_plan.refusal,
-            "file_name": file_name,
-            "joined_file_name": joined_file_name,
-            "progress_file": follow.progress_file,
-            "follow_command": follow.follow_command,
+            "experiment_pick": _lazy("plugin_utils._experiment.variant_state", "pick"),
+            "experiment_stop_verified": _lazy("plugin_utils._experiment.variant_state", "stop_verified"),
+            "experiment_close": _lazy("plugin_utils._experiment.variant_state", "close"),
+            "experiment_measured_here": _lazy("plugin_utils._experiment.variant_state", "measured_here"),
+            "group_node_result": _lazy("plugin_utils._experiment.variant_state", "node_result"),
+            "experiment_drafter_checks": _lazy("plugin_utils._experiment.host_plan", "drafter_checks"),
+            "experiment_refusal": _lazy("plugin_utils._experiment.host_plan", "refusal"),
+            "file_name": _lazy("module_utils._files", "file_name"),
+            "joined_file_name": _lazy("module_utils._files", "joined_file_name"),
+            "progress_file": _lazy("plugin_utils._report.follow", "progress_file"),
+            "follow_command": _lazy("plugin_utils._report.follow", "follow_command"),
         }

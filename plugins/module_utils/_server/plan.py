@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._engines.engine i
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import GpuFleetError, InvalidInput
 from ansible_collections.gpufleet.serving.plugins.module_utils._http import HttpClient
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.choice import choose_supervisor
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.watch import parse_systemctl_show
 
 # (rc, stdout, stderr) of a command; the module passes module.run_command.
@@ -37,12 +38,6 @@ HEALTH_TIMEOUT = 10.0
 def entry_point(python: str, requested: str = "", engine: str = "") -> str:
     """REQUESTED, else the engine's console script beside the interpreter (or on PATH for a bare name)."""
     return requested or _registry.get(engine).entry_point(python)
-
-
-def choose_supervisor(requested: str, service_mgr: str | None) -> str:
-    if requested:
-        return requested
-    return "systemd" if service_mgr == "systemd" else "process"
 
 
 def paths(instance: str, log_dir: str, state_dir: str) -> dict[str, str]:
@@ -208,41 +203,6 @@ def decide(state: str, running: bool, recorded: str, wanted: str, health_status:
     if state == "started" and running and recorded == wanted and health_status == 200:
         return "keep"
     return "relaunch"
-
-
-def reuse_key(settings: dict[str, Any], service_mgr: str) -> dict[str, Any]:
-    """What a stop's plan depends on (it reads only the plan's paths and supervisor): the engine, the
-    instance, the directories, the supervisor and the host's service manager."""
-    return {"engine": settings["engine"], "instance": settings["instance"], "log_dir": settings["log_dir"],
-            "state_dir": settings["state_dir"], "supervisor": settings["supervisor"], "service_mgr": service_mgr}
-
-
-def choose(settings: dict[str, Any], service_mgr: str = "", last: dict | None = None, last_of: dict | None = None,
-           reuse: bool = False, given: dict | None = None, verified_free: bool = False,
-           dirs_used: list | None = None) -> dict[str, Any]:
-    """Whether the server role calls server_plan (`call`), or the plan it takes instead (`plan`), and the
-    reuse key of the plan it keeps (`of`).
-
-    A stop with REUSE takes LAST, the host's last plan, when it was composed for the same reuse key
-    (LAST_OF). A start with VERIFIED_FREE (the caller has just proven every GPU free with NVML) takes
-    GIVEN (what a planned pass returned for the same settings, decision relaunch: the engine's version
-    and entry point read as before a relaunch) with what runs read as nothing, since no server of this
-    instance can run on free GPUs; its directories are ready when they were, or when a launch on this
-    host has used them since (DIRS_USED).
-
-    A server to start (or plan) without a model path is refused, naming the variable."""
-    if settings["state"] != "stopped" and not settings.get("model_path"):
-        raise InvalidInput("%smodel_path is required to start a server (state %s)"
-                           % (settings.get("vars_prefix") or "", settings["state"]))
-    key = reuse_key(settings, service_mgr)
-    if settings["state"] == "stopped" and reuse and last and last_of == key:
-        return {"call": False, "plan": last, "of": key}
-    if settings["state"] == "started" and verified_free and (given or {}).get("decision") == "relaunch":
-        plan = dict(given, running=False, pid=None, recorded_fingerprint="", health_status=None, decision="relaunch",
-                    keep=False, dirs_ready=bool(given.get("dirs_ready"))
-                    or list(dirs_used or []) == [settings["log_dir"], settings["state_dir"]])
-        return {"call": False, "plan": plan, "of": key}
-    return {"call": True, "plan": None, "of": key}
 
 
 def installed_version(python: str, run: Runner, engine: str = "") -> tuple[str, str | None]:

@@ -72,13 +72,6 @@ def test_key_goes_to_config_file_and_redactor_never_on_argv():
     assert composed["fingerprint"] != pl.compose(params(api_key="gf-OTHER"))["fingerprint"]
 
 
-@pytest.mark.parametrize("requested,mgr,expected", [
-    ("", "systemd", "systemd"), ("", "tini", "process"), ("process", "systemd", "process"), ("systemd", "", "systemd"),
-])
-def test_supervisor_choice(requested, mgr, expected):
-    assert pl.choose_supervisor(requested, mgr) == expected
-
-
 def test_fingerprint_equals_the_jinja_fingerprint_of_earlier_releases():
     """A server that a release computing the fingerprint in Jinja launched is kept after an upgrade."""
     composed = pl.compose(params(api_key="k", gpus=[2, 3], env={"NCCL_DEBUG": "WARN"}))
@@ -382,39 +375,3 @@ def test_plan_each_names_the_item_it_refuses(tmp_path):
         pl.plan_each(items, lambda argv: (0, "0.5.23\n", ""), numbered=True)
     assert err.value.msg.startswith("batch item 2: speculative.algorithm 'EAGLE4'"), err.value.msg
     assert err.value.fail_fields()["batch_item"] == 2
-
-
-# --- choose(): call server_plan, or take the plan the caller already has -------------------------
-
-SETTINGS = {"engine": "sglang", "instance": "sglang-30000", "log_dir": "/l", "state_dir": "/s", "supervisor": "",
-            "model_path": "/m", "state": "stopped"}
-GIVEN = {"decision": "relaunch", "running": True, "pid": 7, "dirs_ready": False, "argv": ["a"]}
-
-
-def test_a_stop_reuses_the_last_plan_only_when_composed_for_the_same_files():
-    key = pl.reuse_key(SETTINGS, "systemd")
-    assert pl.choose(SETTINGS, "systemd", last={"p": 1}, last_of=key, reuse=True) == {
-        "call": False, "plan": {"p": 1}, "of": key}
-    assert pl.choose(SETTINGS, "systemd", last={"p": 1}, last_of=key, reuse=False)["call"]
-    other = dict(key, instance="sglang-30001")
-    assert pl.choose(SETTINGS, "systemd", last={"p": 1}, last_of=other, reuse=True)["call"]
-    assert pl.choose(SETTINGS, "", last={"p": 1}, last_of=key, reuse=True)["call"]  # another service manager
-
-
-def test_a_start_on_gpus_just_proven_free_takes_the_given_plan_with_nothing_running():
-    start = dict(SETTINGS, state="started")
-    chosen = pl.choose(start, given=GIVEN, verified_free=True)
-    assert not chosen["call"] and chosen["plan"]["argv"] == ["a"]
-    assert (chosen["plan"]["running"], chosen["plan"]["pid"], chosen["plan"]["keep"]) == (False, None, False)
-    assert chosen["plan"]["dirs_ready"] is False
-    assert pl.choose(start, given=GIVEN, verified_free=True, dirs_used=["/l", "/s"])["plan"]["dirs_ready"] is True
-    # Not proven free, a kept server's plan, or a restart: server_plan reads what runs.
-    assert pl.choose(start, given=GIVEN, verified_free=False)["call"]
-    assert pl.choose(start, given=dict(GIVEN, decision="keep"), verified_free=True)["call"]
-    assert pl.choose(dict(start, state="restarted"), given=GIVEN, verified_free=True)["call"]
-
-
-def test_a_start_without_a_model_is_refused_naming_the_variable():
-    with pytest.raises(pl.InvalidInput, match=r"^vllm_server_model_path is required to start a server \(state planned\)"):
-        pl.choose(dict(SETTINGS, state="planned", model_path="", vars_prefix="vllm_server_"))
-    assert pl.choose(dict(SETTINGS, model_path=""))["call"]  # a stop needs none
