@@ -96,7 +96,7 @@ def experiment_planned(servers, composed, names):
 
 def server_plan_choice(settings, service_mgr="", last=None, last_of=None, reuse=False, given=None,
                        verified_free=False, dirs_used=None):
-    """_server/plan.py choose(): call server_plan, or take the plan the caller already has."""
+    """_server/choice.py choose(): call server_plan, or take the plan the caller already has."""
     try:
         return _code("module_utils._server.choice").choose(settings, service_mgr, last, last_of, bool(reuse), given, bool(verified_free), dirs_used)
     except InvalidInput as exc:

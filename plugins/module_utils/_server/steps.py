@@ -6,7 +6,7 @@
 
 Each task the controller starts costs it time per host, a skipped one too, so the role does not
 run a row of conditional tasks and includes: its tasks/main.yml includes the files this module
-names, in one loop. Before the plan (CHOICE, plan.py choose()): a single-host server whose plan
+names, in one loop. Before the plan (CHOICE, choice.py choose()): a single-host server whose plan
 the caller already has goes straight to keeping that plan and to the steps after it; any other
 plans first (its group, then server_plan), then tasks/steps.yml asks again with the plan. After
 the plan (PLAN): the stop, the kept server's facts, or the relaunch (version check, teardown,
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-# The teardown's and the start's task files by supervisor (plan.py choose_supervisor()).
+# The teardown's and the start's task files by supervisor (choice.py choose_supervisor()).
 STOP = {"process": "stop_process.yml", "systemd": "systemd_stop.yml"}
 START = {"process": "start_process.yml", "systemd": "systemd_start.yml"}
 
