@@ -21,14 +21,14 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._errors import Gp
 
 
 def parse_mode(value: Any, path: str) -> int:
-    """A mode as the file module takes it: an octal string (V(0750)) or a number."""
+    """A mode as the file module takes it: an octal string such as '0750', or a number."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     try:
         return int(str(value), 8)
     except ValueError:
         raise InvalidInput("dirs: the mode %r of %s is not an octal mode: give it as a string such as '0750'"
-                           % (value, path))
+                           % (value, path)) from None
 
 
 def _missing(path: str) -> list[str]:
