@@ -425,10 +425,19 @@ sglang_version:
 dirs_ready:
   description:
     - Whether O(log_dir) (mode 0750) and O(state_dir) (mode 0700) exist with those modes; null unless relaunching.
-      The role creates them only when not.
+      The role makes them (RV(dirs)) only when not.
   returned: unless O(batch) is given
   type: bool
   sample: true
+dirs:
+  description:
+    - O(log_dir) and O(state_dir) with their modes (0750 and 0700), as M(gpufleet.serving.server_process)'s
+      O(gpufleet.serving.server_process#module:dirs) takes them. The role hands them to the start when RV(dirs_ready) is
+      false, and the start makes them.
+  returned: unless O(batch) is given
+  type: list
+  elements: dict
+  sample: [{path: /var/log/sglang, mode: "0750"}, {path: /var/lib/gpufleet-serving, mode: "0700"}]
 version_error:
   description: The last line of what went wrong reading the version; null when it was read.
   returned: unless O(batch) is given

@@ -64,6 +64,28 @@ options:
   fingerprint:
     description: A digest of the effective configuration, recorded with the process.
     type: str
+  dirs:
+    description:
+      - With O(state=started), directories to make before anything is written in them (the role gives the
+        server's log and state directories when M(gpufleet.serving.server_plan) found them missing or with another
+        mode), first thing in the run, whether or not a server is started; in check mode only looked at.
+      - Made as M(ansible.builtin.file) with O(ansible.builtin.file#module:state=directory) makes them - a missing
+        directory is created with its missing parents, each directory created gets O(dirs[].mode), an existing
+        directory gets it when it has another, and a path that exists and is not a directory (or under a file)
+        fails the task naming it. RV(dirs_created) and RV(dirs_mode_set) say what changed.
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.1.0
+    suboptions:
+      path:
+        description: The directory.
+        type: path
+        required: true
+      mode:
+        description: Its mode, an octal string such as V(0750).
+        type: raw
+        required: true
   listen_host:
     description: With O(listen_port), the address the server will listen on; checked free before the launch.
     type: str
@@ -198,6 +220,17 @@ log_path:
   description: The server's log file.
   returned: when known
   type: str
+dirs_created:
+  description: The directories O(dirs) made, parents included, outermost first (in check mode, would make).
+  returned: with O(state=started) and O(dirs)
+  type: list
+  elements: str
+  sample: [/var/log/sglang]
+dirs_mode_set:
+  description: The existing O(dirs) given their O(dirs[].mode) (in check mode, would be).
+  returned: with O(state=started) and O(dirs)
+  type: list
+  elements: str
 stop:
   description: "How the stop went: C(was_running), C(graceful) (exited after SIGTERM), C(stop_seconds)."
   returned: with O(state=stopped)
@@ -263,6 +296,10 @@ def main():
             env=dict(type="dict", default={}),
             log_path=dict(type="path"),
             fingerprint=dict(type="str"),
+            dirs=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                mode=dict(type="raw", required=True),
+            )),
             listen_host=dict(type="str"),
             listen_port=dict(type="int"),
             stop_timeout=dict(type="float", default=30.0),

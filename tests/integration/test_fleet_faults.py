@@ -11,7 +11,9 @@ A host lost altogether (its namespace init killed) during swap_to_eagle.yml is
 tests/integration/test_playbooks.py::test_swap_to_eagle_host_lost_mid_run.
 """
 import json
+import os
 import socket
+import stat
 import subprocess
 
 from _fleet_fixtures import REPO, Fleet, ansible_env, fleet_proc, needs_fleet, wait_for
@@ -173,10 +175,10 @@ def test_swap_to_eagle_reports_each_host_fault(request, tmp_path):
     assert stranger_listens()
     fleet.ssh(3, "kill -0 %d" % stranger)
 
-    # Log directory under a file: the failed task and the directory are named.
+    # Log directory under a file: the failed task, the directory and the file in the way are named.
     assert summary["sim-h4"]["reason"] == (
-        "Create the log directory: There was an issue creating /var/log/notadir/sglang as requested: "
-        "[Errno 20] Not a directory: b'/var/log/notadir/sglang'"), summary["sim-h4"]
+        "Start the server in its own session: cannot create the directory /var/log/notadir/sglang: "
+        "/var/log/notadir exists and is not a directory; remove it or choose another directory"), summary["sim-h4"]
     # Read-only log directory: the log file cannot be opened; the launch stops there.
     assert summary["sim-h5"]["reason"] == (
         "Start the server in its own session: cannot open the log file /var/log/sglang-ro/sglang-%d.log: "
@@ -184,6 +186,9 @@ def test_swap_to_eagle_reports_each_host_fault(request, tmp_path):
     for index in (4, 5):
         assert not fleet.server_state_file(index).exists()
 
+    # The healthy host's first launch made its directories with their modes (in the start's own run).
+    for made, wanted in (("log/sglang", 0o750), ("lib/gpufleet-serving", 0o700)):
+        assert stat.S_IMODE(os.stat(fleet.host_dir(1) / made).st_mode) == wanted, made
     # The healthy host finished: EAGLE-3 runs there, and the report holds it alone.
     assert fleet.server_info(1)["speculative_algorithm"] == "EAGLE3"
     report = json.loads((report_dir / "benchmark.json").read_text())

@@ -26,8 +26,12 @@ def start(tmp_path, fingerprint="a", extra=None):
 
 
 def test_start_status_stop(tmp_path):
-    res = start(tmp_path)
+    # The start makes its directories first (the role's log and state directories, with their modes).
+    made = [{"path": str(tmp_path / "log"), "mode": "0750"}, {"path": str(tmp_path / "state"), "mode": "0700"}]
+    res = start(tmp_path, extra={"dirs": made})
     assert res["_rc"] == 0 and res["changed"] is True, res.get("msg")
+    assert (res["dirs_created"], res["dirs_mode_set"]) == ([d["path"] for d in made], [])
+    assert [os.stat(d["path"]).st_mode & 0o777 for d in made] == [0o750, 0o700]
     poll(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text(), what="server pids")
     leader, child = [int(x) for x in (tmp_path / "pids").read_text().split()]
     try:

@@ -165,7 +165,7 @@ def compose(p: dict[str, Any]) -> dict[str, Any]:
     env = server_env(p.get("env"), p.get("gpus"))
     return {"supervisor": supervisor, "entry_point": entry, "argv": argv, "launch_argv": launch,
             "speculative_argv": speculative_argv(engine, spec["options"]), "speculative_numbers": spec["numbers"],
-            "env": env, "paths": where, "url": base_url(p["host"], p["port"]),
+            "env": env, "paths": where, "dirs": dirs(p), "url": base_url(p["host"], p["port"]),
             "fingerprint": fingerprint(launch, env, supervisor, p.get("api_key") or "")}
 
 
@@ -217,8 +217,15 @@ def installed_version(python: str, run: Runner, engine: str = "") -> tuple[str, 
     return "unknown", lines[-1] if lines else ""
 
 
-# The directories the role creates before a launch, with their modes (roles/sglang_server/tasks/launch.yml).
+# The server's directories with their modes: the plan's `dirs`, which server_process makes in the start's own
+# run (_server/dirs.py); roles/_server/tasks/launch_files.yml makes them with these modes where a plan has no `dirs`
+# or a systemd unit starts the server (tests/unit/roles/test_launch_files.py holds the two equal).
 DIR_MODES = (("log_dir", 0o750), ("state_dir", 0o700))
+
+
+def dirs(p: dict[str, Any]) -> list[dict[str, str]]:
+    """The log and state directories with their modes, as server_process's `dirs` option takes them."""
+    return [{"path": p[name], "mode": "%04o" % mode} for name, mode in DIR_MODES]
 
 
 def dirs_ready(p: dict[str, Any]) -> bool:

@@ -60,6 +60,16 @@ def _version_says_something(settings: Mapping[str, Any], plan: Mapping[str, Any]
     return plan.get("entry_point_exists") is False or plan.get("engine_version") not in (None, settings.get("tested_version"))
 
 
+def _launch_files(settings: Mapping[str, Any], plan: Mapping[str, Any]) -> bool:
+    """Whether launch_files.yml has work: the API key file or the redactor to write (both in the state
+    directory, which it makes first when not ready), or the directories to make where the start does not
+    make them itself (a systemd unit; a plan without `dirs`, from a caller that composed it before
+    server_plan returned them)."""
+    if settings.get("api_key") or plan["paths"]["redactor"] in (plan.get("launch_argv") or []):
+        return True
+    return not plan.get("dirs_ready") and (plan.get("supervisor") != "process" or "dirs" not in plan)
+
+
 def after_plan(settings: Mapping[str, Any], plan: Mapping[str, Any], verified_free: bool = False, routed: bool = False,
                group_keep: bool = True, rank: int = 0) -> list[str]:
     """The files that act on PLAN (server_plan's result) for the settings' state.
@@ -68,8 +78,8 @@ def after_plan(settings: Mapping[str, Any], plan: Mapping[str, Any], verified_fr
     Kept (every node of a group keeping, GROUP_KEEP): the facts. Relaunch: the version check when it
     has something to say, the teardown unless the caller has just proven every GPU free
     (VERIFIED_FREE) and nothing of the instance runs, the directories, key and redactor when one is
-    needed, the start, the group's ranks (a server spanning hosts), the wait (one host, or RANK 0),
-    the router (ROUTED) and the facts."""
+    needed (the process supervisor's start makes the directories itself), the start, the group's
+    ranks (a server spanning hosts), the wait (one host, or RANK 0), the router (ROUTED) and the facts."""
     state = settings["state"]
     if state == "planned":
         return []
@@ -83,8 +93,7 @@ def after_plan(settings: Mapping[str, Any], plan: Mapping[str, Any], verified_fr
     steps = ["version.yml"] if _version_says_something(settings, plan) else []
     if not (verified_free and not plan.get("running")):
         steps += teardown
-    if (not plan.get("dirs_ready") or settings.get("api_key")
-            or plan["paths"]["redactor"] in (plan.get("launch_argv") or [])):
+    if _launch_files(settings, plan):
         steps.append("launch_files.yml")
     steps += [START[supervisor]] if supervisor in START else []
     if _group(settings):

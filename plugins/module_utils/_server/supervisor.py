@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._files import wri
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.ports import port_holder
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.signals import Target, wait_gone
 from ansible_collections.gpufleet.serving.plugins.module_utils._proc.table import ProcInfo, psutil
+from ansible_collections.gpufleet.serving.plugins.module_utils._server.dirs import ensure_dirs
 from ansible_collections.gpufleet.serving.plugins.module_utils._server.host_lock import host_lock
 
 
@@ -158,10 +159,27 @@ def _group_members(pgid, not_before):
 def supervise(params: dict, check_mode: bool = False) -> dict:
     """The server_process module's result for `state` started, stopped or status.
 
+    A start first makes its `dirs` (dirs.py), before the lock file, the state file or the log is
+    written in them; the result names them (`dirs_created`, `dirs_mode_set`) when `dirs` is given.
     A start or a stop holds the host lock of its state file (host_lock.py): runs against
     one server take turns, and a later stop finds the server stopped. Status and check
     mode change nothing, so they take no lock (and create no lock file).
     """
+    wanted = (params.get("dirs") or []) if params["state"] == "started" else []
+    if not wanted:
+        return _locked(params, check_mode)
+    made = ensure_dirs(wanted, check_mode)
+    fields = {"dirs_created": made["created"], "dirs_mode_set": made["mode_set"]}
+    touched = bool(made["created"] or made["mode_set"])
+    try:
+        result = _locked(params, check_mode)
+    except GpuFleetError as exc:
+        exc.result = dict(exc.result or {}, changed=touched or bool((exc.result or {}).get("changed")), **fields)
+        raise
+    return dict(result, changed=touched or result["changed"], **fields)
+
+
+def _locked(params, check_mode):
     if params["state"] == "status" or check_mode:
         return _supervise(params, check_mode)
     with host_lock(params["state_file"], params.get("lock_timeout", 120.0)):

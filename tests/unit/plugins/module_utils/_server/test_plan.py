@@ -208,6 +208,9 @@ def test_dirs_ready_only_with_the_role_modes(tmp_path):
     assert pl.dirs_ready(p)
     assert pl.plan(p, lambda argv: (0, "0.5.23", ""))["dirs_ready"] is True
 
+    assert pl.plan(p, lambda argv: (0, "0.5.23", ""))["dirs"] == [
+        {"path": str(tmp_path / "log"), "mode": "0750"}, {"path": str(tmp_path / "state"), "mode": "0700"}]
+
 
 # vLLM (engine=vllm): `vllm serve MODEL ...`, the key in the --config YAML, no redactor.
 VLLM = {"engine": "vllm", "python": "/opt/vllm/bin/python3", "instance": "vllm-8000", "port": 8000}

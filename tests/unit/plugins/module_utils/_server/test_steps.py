@@ -15,7 +15,8 @@ TASKS = os.path.join(os.path.dirname(__file__), *[os.pardir] * 5, "roles", "_ser
 
 SETTINGS = {"state": "started", "api_key": "", "tested_version": "0.5.23", "nodes": []}
 PLAN = {"supervisor": "process", "running": True, "keep": False, "dirs_ready": True, "engine_version": "0.5.23",
-        "entry_point_exists": True, "paths": {"redactor": "/var/lib/gf/log_redact.py"}, "launch_argv": ["sglang", "serve"]}
+        "entry_point_exists": True, "paths": {"redactor": "/var/lib/gf/log_redact.py"}, "launch_argv": ["sglang", "serve"],
+        "dirs": [{"path": "/var/log/gf", "mode": "0750"}, {"path": "/var/lib/gf", "mode": "0700"}]}
 RELAUNCH = ["stop_process.yml", "teardown_facts.yml", "start_process.yml", "wait.yml", "facts.yml"]
 
 
@@ -44,12 +45,24 @@ def test_the_version_check_runs_first_only_when_it_fails_or_warns(more, version)
     assert got == (["version.yml"] if version else []) + RELAUNCH
 
 
-@pytest.mark.parametrize("more_settings, more_plan", [({}, {"dirs_ready": False}), ({"api_key": "k"}, {}),
+@pytest.mark.parametrize("more_settings, more_plan", [({"api_key": "k"}, {}), ({"api_key": "k"}, {"dirs_ready": False}),
                                                       ({}, {"launch_argv": ["/var/lib/gf/log_redact.py", "sglang"]})])
 def test_the_files_come_before_the_start_when_one_is_needed(more_settings, more_plan):
     got = steps.after_plan(settings(**more_settings), plan(**more_plan))
     assert got.index("launch_files.yml") == got.index("start_process.yml") - 1
     assert "launch_files.yml" not in steps.after_plan(settings(), plan())
+
+
+def test_the_process_supervisors_start_makes_the_directories_itself():
+    # Directories missing, nothing else to write: the start gets the plan's `dirs` (start_process.yml).
+    assert steps.after_plan(settings(), plan(dirs_ready=False)) == RELAUNCH
+    # A plan without `dirs` (composed before server_plan returned them): the file tasks make them.
+    old = {k: v for k, v in plan(dirs_ready=False).items() if k != "dirs"}
+    assert steps.after_plan(settings(), old) == RELAUNCH[:2] + ["launch_files.yml"] + RELAUNCH[2:]
+    # A systemd unit starts from files launch_files.yml writes into the directories.
+    got = steps.after_plan(settings(), plan(supervisor="systemd", dirs_ready=False))
+    assert got.index("launch_files.yml") == got.index("systemd_start.yml") - 1
+    assert "launch_files.yml" not in steps.after_plan(settings(), plan(supervisor="systemd"))
 
 
 def test_systemd_stops_and_starts_its_unit():
