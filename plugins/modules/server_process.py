@@ -269,8 +269,6 @@ from ansible_collections.gpufleet.serving.plugins.module_utils._deps import requ
 from ansible_collections.gpufleet.serving.plugins.module_utils._errors import run_module
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.args import COMMON_ARGS
 from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.health_gate import GATE_OPTIONS, before_start
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_patterns
-from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import stop as _stop
 from ansible_collections.gpufleet.serving.plugins.module_utils._server import supervisor as _supervisor
 
@@ -285,6 +283,17 @@ STOP_RELEASE = {"sweep": True, "verify": True, "max_used_mib": 0.0, "force_broad
 def release_params(release):
     """gpu_release's parameters for the stop's `release` options."""
     return dict(STOP_RELEASE, **release)
+
+
+def stop_release(release, check_mode):
+    """The stop's release, gpu_release's code, checked before the stop (an unknown engine is refused
+    then) and run after it. Imported here, by a stop only: Python compiles the module's code on the host
+    at every run (Ansible ships it as source), and a start does not need the release's (about 40 ms)."""
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.patterns import engine_patterns
+    from ansible_collections.gpufleet.serving.plugins.module_utils._gpu.release import release_gpus
+
+    engine_patterns(release["engine"] or [])
+    return lambda: release_gpus(release_params(release), check_mode=check_mode)
 
 
 def main():
@@ -328,8 +337,7 @@ def main():
     require_libraries(module, "psutil", *(["nvidia-ml-py"] if (stopping and release) or health else []))
 
     def work():
-        if stopping and release:
-            engine_patterns(release["engine"] or [])  # an unknown engine is refused before the stop
+        run_release = stop_release(release, module.check_mode) if stopping and release else None
         judged = None
         if health and not _supervisor.status(module.params["state_file"])["running"]:
             judged = before_start(health)
@@ -337,8 +345,7 @@ def main():
         if not stopping:
             return dict(result, health=judged) if judged else result
         return _stop.after_stop(
-            result, module.params["remove"], check_mode=module.check_mode,
-            release=(lambda: release_gpus(release_params(release), check_mode=module.check_mode)) if release else None)
+            result, module.params["remove"], check_mode=module.check_mode, release=run_release)
 
     run_module(module, work)
 
