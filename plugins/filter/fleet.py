@@ -120,8 +120,8 @@ def server_steps(settings, inputs=None, plan=None, verified_free=False, routed=F
         except InvalidInput:
             # plan.yml's server_plan_choice refuses it, in the task that names the plan.
             choice = {"call": True, "plan": None}
-        return server_steps_of.ordered(server_steps_of.before_plan(settings, choice, bool(inputs.get("verified_free")),
-                                                                   bool(routed), bool(barrier)))
+        files = server_steps_of.before_plan(settings, choice, bool(inputs.get("verified_free")), bool(routed), bool(barrier))
+        return server_steps_of.ordered(files, choice["plan"] if server_steps_of.takes_given(settings, choice) else None)
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("server_steps: not a server_spec dict and a plan (missing %s)" % exc) from exc
 

@@ -36,7 +36,8 @@ def choose(settings: dict[str, Any], service_mgr: str = "", last: dict | None = 
     reuse key of the plan it keeps (`of`).
 
     A stop with REUSE takes LAST, the host's last plan, when it was composed for the same reuse key
-    (LAST_OF). A start with VERIFIED_FREE (the caller has just proven every GPU free with NVML) takes
+    (LAST_OF). A stop with GIVEN (what a planned pass returned for the same settings: a stop reads only
+    its paths and supervisor) takes it. A start with VERIFIED_FREE (the caller has just proven every GPU free with NVML) takes
     GIVEN (what a planned pass returned for the same settings, decision relaunch: the engine's version
     and entry point read as before a relaunch) with what runs read as nothing, since no server of this
     instance can run on free GPUs; its directories are ready when they were, or when a launch on this
@@ -49,6 +50,8 @@ def choose(settings: dict[str, Any], service_mgr: str = "", last: dict | None = 
     key = reuse_key(settings, service_mgr)
     if settings["state"] == "stopped" and reuse and last and last_of == key:
         return {"call": False, "plan": last, "of": key}
+    if settings["state"] == "stopped" and given:
+        return {"call": False, "plan": given, "of": key}
     if settings["state"] == "started" and verified_free and (given or {}).get("decision") == "relaunch":
         plan = dict(given, running=False, pid=None, recorded_fingerprint="", health_status=None, decision="relaunch",
                     keep=False, dirs_ready=bool(given.get("dirs_ready"))

@@ -22,8 +22,9 @@ STOP = {"process": "stop_process.yml", "systemd": "systemd_stop.yml"}
 START = {"process": "start_process.yml", "systemd": "systemd_start.yml"}
 
 
-def ordered(files: list[str]) -> list[dict[str, Any]]:
-    """FILES as the role's include loop takes them: each with the files before it (`after`).
+def ordered(files: list[str], plan: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """FILES as the role's include loop takes them: each with the files before it (`after`) and, for a
+    use that acts on the plan its caller has (takes_given), that PLAN (main.yml hands it to the steps).
 
     Ansible merges the hosts' included files by file name and loop item, in the order it meets
     them, host after host, and each host runs the merged list's files that are its own in that
@@ -31,11 +32,18 @@ def ordered(files: list[str]) -> list[dict[str, Any]]:
     (a start after the facts). With the files before it in the item, two hosts share a file only
     where their lists agree up to it; past the first difference each host's files are its own, in
     its own order."""
-    return [{"file": name, "after": files[:i]} for i, name in enumerate(files)]
+    extra = {} if plan is None else {"plan": plan}
+    return [dict(extra, file=name, after=files[:i]) for i, name in enumerate(files)]
 
 
 def _group(settings: Mapping[str, Any]) -> bool:
     return len(settings.get("nodes") or []) > 1
+
+
+def takes_given(settings: Mapping[str, Any], choice: Mapping[str, Any]) -> bool:
+    """Whether a use acts on the plan CHOICE (choice.py choose()) took from its caller, with no plan.yml:
+    a single-host server, to start or stop (a group plans as a whole; planning calls server_plan)."""
+    return not choice.get("call") and not _group(settings) and settings["state"] != "planned"
 
 
 def before_plan(settings: Mapping[str, Any], choice: Mapping[str, Any], verified_free: bool = False,
@@ -46,8 +54,8 @@ def before_plan(settings: Mapping[str, Any], choice: Mapping[str, Any], verified
     experiment, whose hosts run at their own pace), a group's nodes meet once each has its plan and
     before any acts on it (barrier.yml): whether the group is kept reads every node's plan, and a
     stop or a start on one node must not run ahead of the others."""
-    if not choice.get("call") and not _group(settings) and settings["state"] != "planned":
-        return ["plan_keep.yml"] + after_plan(settings, choice["plan"], verified_free, routed)
+    if takes_given(settings, choice):
+        return after_plan(settings, choice["plan"], verified_free, routed)
     if settings["state"] == "planned":
         return (["group.yml"] if _group(settings) else []) + ["plan.yml"]
     if _group(settings):

@@ -30,6 +30,13 @@ def test_a_stop_reuses_the_last_plan_only_when_composed_for_the_same_files():
     assert pl.choose(SETTINGS, "", last={"p": 1}, last_of=key, reuse=True)["call"]  # another service manager
 
 
+def test_a_stop_takes_the_given_plan_as_it_is():
+    """A stop reads only the plan's paths and supervisor: what a planned pass composed for the same settings."""
+    assert pl.choose(SETTINGS, given=GIVEN) == {"call": False, "plan": GIVEN, "of": pl.reuse_key(SETTINGS, "")}
+    assert pl.choose(SETTINGS, given={})["call"]  # none given (a routed stop reads what runs)
+    assert pl.choose(SETTINGS)["call"]
+
+
 def test_a_start_on_gpus_just_proven_free_takes_the_given_plan_with_nothing_running():
     start = dict(SETTINGS, state="started")
     chosen = pl.choose(start, given=GIVEN, verified_free=True)

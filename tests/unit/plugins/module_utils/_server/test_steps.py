@@ -93,11 +93,12 @@ def test_a_group_waits_for_its_ranks_and_only_rank_0_for_the_api():
     assert steps.after_plan(group, plan(), rank=1)[-2:] == ["group_wait.yml", "facts.yml"]
 
 
-def test_before_the_plan_a_known_plan_is_kept_and_acted_on_at_once():
+def test_before_the_plan_a_known_plan_is_acted_on_at_once():
+    """No task keeps a plan the caller has (main.yml's include hands it to the steps as _server_plan)."""
     choice = {"call": False, "plan": plan(running=False)}
-    assert steps.before_plan(settings(), choice, verified_free=True) == ["plan_keep.yml"] + RELAUNCH[2:]
+    assert steps.before_plan(settings(), choice, verified_free=True) == RELAUNCH[2:]
     assert steps.before_plan(settings(state="stopped"), {"call": False, "plan": plan()}) == [
-        "plan_keep.yml", "stop_process.yml", "teardown_facts.yml"]
+        "stop_process.yml", "teardown_facts.yml"]
 
 
 def test_before_the_plan_any_other_plans_first():
@@ -133,3 +134,15 @@ def test_every_file_named_exists_in_the_role():
         "facts.yml", "teardown_facts.yml", "plan_keep.yml", "plan.yml", "steps.yml", "group.yml", "barrier.yml"}
     for name in named:
         assert os.path.isfile(os.path.join(TASKS, name)), name
+
+
+def test_a_use_on_the_callers_plan_carries_it_in_every_item():
+    """main.yml hands the steps the plan of the loop's item; items of a use that plans carry none."""
+    given = plan(running=False)
+    assert steps.takes_given(settings(), {"call": False, "plan": given})
+    assert not steps.takes_given(settings(), {"call": True, "plan": None})
+    assert not steps.takes_given(settings(state="planned"), {"call": False, "plan": given})
+    assert not steps.takes_given(settings(nodes=["a", "b"]), {"call": False, "plan": given})
+    items = steps.ordered(["start_process.yml", "wait.yml"], given)
+    assert [item["plan"] for item in items] == [given, given]
+    assert "plan" not in steps.ordered(["plan.yml", "steps.yml"])[0]
