@@ -69,7 +69,7 @@ options:
       - With O(state=started), directories to make before anything is written in them (the role gives the
         server's log and state directories when M(gpufleet.serving.server_plan) found them missing or with another
         mode), first thing in the run, whether or not a server is started; in check mode only looked at.
-      - Made as M(ansible.builtin.file) with O(ansible.builtin.file#module:state=directory) makes them - a missing
+      - Made as M(ansible.builtin.file) with C(state=directory) makes them - a missing
         directory is created with its missing parents, each directory created gets O(dirs[].mode), an existing
         directory gets it when it has another, and a path that exists and is not a directory (or under a file)
         fails the task naming it. RV(dirs_created) and RV(dirs_mode_set) say what changed.
