@@ -153,8 +153,8 @@ def main():
         inventory = os.path.join(root, "inventory.yml")
         one_wall, one_records, one_times, one_starts, one_cpu, one_loop = run(
             inventory, path, os.path.join(root, "results-1"), args.server_port, limit="sim-h1")
-        two_wall, two_records, _, _, _, two_loop = run(inventory, path, os.path.join(root, "results-2"),
-                                                       args.server_port, spread=True)
+        two = run(inventory, path, os.path.join(root, "results-2"), args.server_port, spread=True)
+        two_wall, two_records, two_loop = two[0], two[1], two[-1]
     finally:
         fleet("down", root)
     ready = [float(r["server"]["ready_seconds"]) for r in one_records if r.get("outcome") == "ok"]
